@@ -1,0 +1,30 @@
+"""horizon-opt: plan GPU allocation over a horizon, with inference kept at its forecast."""
+
+from horizon_opt.check import Violation, check
+from horizon_opt.errors import InputError, InstanceError, PlanError
+from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.io import load_instance
+from horizon_opt.metrics import Metrics, evaluate
+from horizon_opt.plan import Plan
+from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SOLVERS",
+    "InputError",
+    "Instance",
+    "InstanceError",
+    "Metrics",
+    "Plan",
+    "PlanError",
+    "Progress",
+    "SolveOptions",
+    "Violation",
+    "__version__",
+    "check",
+    "compile_instance",
+    "evaluate",
+    "load_instance",
+    "solve",
+]

@@ -1,0 +1,240 @@
+"""The independent plan checker: FORMAT.md's six validity rules, written from the rules alone.
+
+It reads only the compiled instance data (durations, release, nodes up, req) and the plan file.
+It deliberately shares no placement or reservation code with the solvers, so that a bug there
+cannot hide itself here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from horizon_opt.instance import Instance
+from horizon_opt.plan import Plan
+
+MAX_PER_RULE = 20  # one broken plan can break a rule at thousands of (node, slot) pairs
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"rule {self.rule}: {self.message}"
+
+
+def _slots(mask: np.ndarray) -> str:
+    idx = np.flatnonzero(mask)
+    if len(idx) == 1:
+        return f"slot {idx[0]}"
+    return f"slots {idx[0]}..{idx[-1]} ({len(idx)} slots)"
+
+
+class _Checker:
+    def __init__(self, instance: Instance, plan: Plan) -> None:
+        self.inst = instance
+        self.plan = plan
+        self.out: list[Violation] = []
+        self.count: dict[int, int] = defaultdict(int)
+
+    def report(self, rule: int, message: str) -> None:
+        self.count[rule] += 1
+        if self.count[rule] <= MAX_PER_RULE:
+            self.out.append(Violation(rule, message))
+
+    def run(self) -> list[Violation]:
+        valid = self.rule1_each_job_once()
+        self.rule2_runs(valid)
+        self.rule3_dependencies(valid)
+        held = self.rule4_gpu_indices(valid)
+        self.rule5_node_capacity(held)
+        self.rule6_inference()
+        for rule, n in sorted(self.count.items()):
+            if n > MAX_PER_RULE:
+                self.out.append(Violation(rule, f"... and {n - MAX_PER_RULE} more of this rule"))
+        return self.out
+
+    def rule1_each_job_once(self) -> dict[str, int]:
+        """Returns job id -> assignment index for the jobs assigned exactly once."""
+        seen: dict[str, int] = defaultdict(int)
+        for a in self.plan.assignments:
+            seen[a.job] += 1
+        for u in self.plan.unscheduled:
+            seen[u.job] += 1
+        for job_id, n in seen.items():
+            if job_id not in self.inst.job_index:
+                self.report(1, f"job {job_id!r} is not in the instance")
+            elif n > 1:
+                self.report(1, f"job {job_id!r} appears {n} times")
+        for job in self.inst.jobs:
+            if job.id not in seen:
+                self.report(1, f"job {job.id!r} is neither assigned nor unscheduled")
+        return {
+            a.job: i
+            for i, a in enumerate(self.plan.assignments)
+            if seen[a.job] == 1 and a.job in self.inst.job_index
+        }
+
+    def rule2_runs(self, assigned: dict[str, int]) -> None:
+        S = self.inst.slots
+        for job_id, i in assigned.items():
+            a = self.plan.assignments[i]
+            job = self.inst.jobs[self.inst.job_index[job_id]]
+            pool_idx = self.inst.pool_index.get(a.pool)
+            if pool_idx is None or pool_idx not in job.durations:
+                self.report(2, f"job {job_id!r}: pool {a.pool!r} is not allowed for it")
+                continue
+            pool = self.inst.pools[pool_idx]
+            d = job.durations[pool_idx]
+            if a.start < job.release:
+                self.report(
+                    2, f"job {job_id!r}: starts at {a.start}, before its release {job.release}"
+                )
+            if a.start < 0:
+                self.report(2, f"job {job_id!r}: starts at negative slot {a.start}")
+            if a.end != a.start + d:
+                self.report(
+                    2, f"job {job_id!r}: end {a.end} != start {a.start} + duration {d} on {a.pool}"
+                )
+            if a.end > S:
+                self.report(2, f"job {job_id!r}: ends at {a.end}, after the horizon ({S} slots)")
+            G = pool.gpus_per_node
+            for node, idx in a.gpus.items():
+                if not node.startswith(f"{pool.name}-") or node not in self.inst.node_index:
+                    self.report(
+                        2, f"job {job_id!r}: node {node!r} is not a node of pool {pool.name!r}"
+                    )
+                if len(set(idx)) != len(idx) or any(not 0 <= g < G for g in idx):
+                    self.report(
+                        2,
+                        f"job {job_id!r}: GPU indices {idx} on {node} are not distinct indices in 0..{G - 1}",
+                    )
+            if job.gpus <= G:
+                sizes = [len(set(v)) for v in a.gpus.values()]
+                if len(a.gpus) != 1 or sizes != [job.gpus]:
+                    self.report(
+                        2,
+                        f"job {job_id!r}: a gang of {job.gpus} on pool {pool.name} must hold exactly {job.gpus} GPUs of one node, holds {dict(a.gpus)}",
+                    )
+            else:
+                whole = all(sorted(set(v)) == list(range(G)) for v in a.gpus.values())
+                if len(a.gpus) != job.gpus // G or not whole:
+                    self.report(
+                        2,
+                        f"job {job_id!r}: a gang of {job.gpus} on pool {pool.name} must hold {job.gpus // G} whole nodes of {G} GPUs",
+                    )
+
+    def rule3_dependencies(self, assigned: dict[str, int]) -> None:
+        for job_id, i in assigned.items():
+            a = self.plan.assignments[i]
+            job = self.inst.jobs[self.inst.job_index[job_id]]
+            for p in job.after:
+                pred = self.inst.jobs[p].id
+                if pred not in assigned:
+                    self.report(3, f"job {job_id!r} runs after {pred!r}, which is not assigned")
+                    continue
+                pred_end = self.plan.assignments[assigned[pred]].end
+                if pred_end > a.start:
+                    self.report(
+                        3, f"job {job_id!r} starts at {a.start}, before {pred!r} ends at {pred_end}"
+                    )
+
+    def rule4_gpu_indices(self, assigned: dict[str, int]) -> np.ndarray:
+        """Returns jobs' GPUs held per [node, slot] (for rule 5)."""
+        inst = self.inst
+        S = inst.slots
+        held_count = np.zeros((inst.num_nodes, S), dtype=np.int64)
+        owners: dict[int, np.ndarray] = {}
+        for job_id, i in assigned.items():
+            a = self.plan.assignments[i]
+            lo, hi = max(a.start, 0), min(a.end, S)
+            for node, idx in a.gpus.items():
+                n = inst.node_index.get(node)
+                if n is None or hi <= lo:
+                    continue
+                G = int(inst.node_gpus[n])
+                grid = owners.setdefault(n, np.zeros((G, S), dtype=np.int64))
+                valid = [g for g in set(idx) if 0 <= g < G]
+                grid[valid, lo:hi] += 1
+                held_count[n, lo:hi] += len(valid)
+                down = ~inst.up[n, lo:hi]
+                if down.any():
+                    self.report(
+                        4,
+                        f"job {job_id!r} holds GPUs of {node} while it is down ({_slots(np.r_[np.zeros(lo, bool), down])})",
+                    )
+        for n, grid in owners.items():
+            for g in np.flatnonzero((grid > 1).any(axis=1)):
+                clash = grid[g] > 1
+                holders = [
+                    a.job
+                    for a in self.plan.assignments
+                    if a.job in assigned
+                    and g in a.gpus.get(inst.node_names[n], [])
+                    and np.any(clash[max(a.start, 0) : min(a.end, S)])
+                ]
+                self.report(
+                    4,
+                    f"GPU {g} of {inst.node_names[n]} is held by several jobs at {_slots(clash)}: {', '.join(holders)}",
+                )
+        return held_count
+
+    def rule5_node_capacity(self, held: np.ndarray) -> None:
+        inst = self.inst
+        S = inst.slots
+        used = held.copy()
+        for b in self.plan.inference:
+            n = inst.node_index.get(b.node)
+            svc = next((s for s in inst.services if s.name == b.service), None)
+            if svc is None:
+                self.report(6, f"inference block for unknown service {b.service!r}")
+                continue
+            if n is None or int(inst.node_pool[n]) != svc.pool:
+                self.report(
+                    6,
+                    f"service {b.service!r}: node {b.node!r} is not in its pool {inst.pools[svc.pool].name!r}",
+                )
+                continue
+            if not 0 <= b.start < b.end <= S or b.replicas < 0:
+                self.report(
+                    6,
+                    f"service {b.service!r} on {b.node}: bad block [{b.start}, {b.end}) x {b.replicas}",
+                )
+                continue
+            used[n, b.start : b.end] += b.replicas * svc.gpus_per_replica
+        over = used > inst.capacity
+        for n in np.flatnonzero(over.any(axis=1)):
+            t = int(np.flatnonzero(over[n])[0])
+            state = "up" if inst.up[n, t] else "down"
+            self.report(
+                5,
+                f"{inst.node_names[n]} uses more GPUs than it has at {_slots(over[n])} (slot {t}: {used[n, t]} used, {inst.capacity[n, t]} available, node {state})",
+            )
+
+    def rule6_inference(self) -> None:
+        inst = self.inst
+        totals = {s.name: np.zeros(inst.slots, dtype=np.int64) for s in inst.services}
+        for b in self.plan.inference:
+            n = inst.node_index.get(b.node)
+            svc = next((s for s in inst.services if s.name == b.service), None)
+            if svc is None or n is None or int(inst.node_pool[n]) != svc.pool:
+                continue  # reported in rule 5's pass over the blocks
+            if 0 <= b.start < b.end <= inst.slots:
+                totals[b.service][b.start : b.end] += b.replicas
+        for s in inst.services:
+            short = totals[s.name] < s.req
+            if short.any():
+                t = int(np.flatnonzero(short)[0])
+                self.report(
+                    6,
+                    f"service {s.name!r} has fewer replicas than required at {_slots(short)} (slot {t}: {totals[s.name][t]} < {s.req[t]})",
+                )
+
+
+def check(instance: Instance, plan: Plan) -> list[Violation]:
+    """All violations of FORMAT.md's validity rules; an empty list means the plan is valid."""
+    return _Checker(instance, plan).run()

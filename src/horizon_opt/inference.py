@@ -1,0 +1,108 @@
+"""Where inference replicas sit: node-by-node layouts of the reserved replicas per slot.
+
+Solvers place batch work into the capacity that a layout leaves free. Two policies exist:
+`static_peak_layout` (what FIFO schedulers do: reserve every service's peak all day) and
+`elastic_layout` (reserve exactly `req[v][t]` per slot). Both pack replicas first-fit onto the
+lowest-index nodes that are up, so a demand trough frees whole nodes at the top of the pool, where
+large gangs can use them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from horizon_opt.instance import Instance
+
+IntArray = npt.NDArray[np.int64]
+
+
+def first_fit(free: IntArray, gpus_per_replica: int, count: int) -> IntArray:
+    """Replicas per node when `count` replicas are placed one by one on the first node with room.
+
+    `free` holds each node's free GPUs (it is not modified). The result may place fewer than
+    `count` replicas when they do not fit; the caller compares its sum with `count`.
+    """
+    cap = free // gpus_per_replica
+    before = np.cumsum(cap) - cap
+    return np.minimum(cap, np.maximum(0, count - before))
+
+
+def pack(
+    free: IntArray, demands: list[tuple[int, int]], order: list[int] | None = None
+) -> tuple[IntArray, IntArray]:
+    """First-fit pack several services (gpus_per_replica, count) onto nodes with `free` GPUs.
+
+    Services go in `order` (default: largest replica first, the order that packs best).
+    Returns (replicas[service, node], remaining free GPUs per node).
+    """
+    free = free.copy()
+    placed = np.zeros((len(demands), len(free)), dtype=np.int64)
+    if order is None:
+        order = sorted(range(len(demands)), key=lambda i: -demands[i][0])
+    for i in order:
+        gpr, count = demands[i]
+        if count <= 0:
+            continue
+        take = first_fit(free, gpr, count)
+        placed[i] = take
+        free -= take * gpr
+    return placed, free
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Replicas per (service, node of its pool, slot) and the GPUs that stay free for batch work."""
+
+    replicas: tuple[IntArray, ...]  # per service: [nodes of its pool, S]
+    free: IntArray  # [N, S] GPUs free for batch work (0 while a node is down)
+
+    def replicas_total(self, service: int) -> IntArray:
+        return self.replicas[service].sum(axis=0)
+
+
+def _layout(instance: Instance, targets: list[IntArray], file_order: bool) -> Layout:
+    """Pack `targets[v][t]` replicas of each service at every slot; never fewer than req."""
+    free = instance.capacity.astype(np.int64).copy()
+    replicas = [
+        np.zeros((instance.pools[s.pool].nodes, instance.slots), dtype=np.int64)
+        for s in instance.services
+    ]
+    for pool in instance.pools:
+        members = [s for s in instance.services if s.pool == pool.index]
+        if not members:
+            continue
+        rows = slice(pool.first_node, pool.first_node + pool.nodes)
+        for t in range(instance.slots):
+            demands = [(s.gpus_per_replica, int(targets[s.index][t])) for s in members]
+            order = list(range(len(members))) if file_order else None
+            placed, left = pack(free[rows, t], demands, order)
+            if any(placed[i].sum() < s.req[t] for i, s in enumerate(members)):
+                # File order left a service short: pack its requirement first, then top up.
+                need = [(s.gpus_per_replica, int(s.req[t])) for s in members]
+                placed, left = pack(free[rows, t], need)
+                extra = [(s.gpus_per_replica, int(targets[s.index][t] - s.req[t])) for s in members]
+                more, left = pack(left, extra, order)
+                placed = placed + more
+            for i, s in enumerate(members):
+                replicas[s.index][:, t] = placed[i]
+            free[rows, t] = left
+    for r in replicas:
+        r.setflags(write=False)
+    free.setflags(write=False)
+    return Layout(tuple(replicas), free)
+
+
+def elastic_layout(instance: Instance) -> Layout:
+    """Reserve exactly `req[v][t]` replicas at each slot (largest replicas packed first)."""
+    return _layout(instance, [s.req for s in instance.services], file_order=False)
+
+
+def static_peak_layout(instance: Instance) -> Layout:
+    """FIFO's static reservation: every service's peak at every slot, in file order, first-fit."""
+    peaks = [np.full(instance.slots, int(s.req.max(initial=0))) for s in instance.services]
+    return _layout(instance, peaks, file_order=True)

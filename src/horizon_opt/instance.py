@@ -1,0 +1,480 @@
+"""The compiled problem: immutable data with every quantity the solvers need, computed once.
+
+`compile_instance` turns an `InstanceSpec` (the file as written) into an `Instance`, resolving
+time units and names and rejecting bad input with one message per problem, each naming its field
+path (`jobs[3].duration.h100: ...`), as FORMAT.md requires.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from horizon_opt.errors import InstanceError
+from horizon_opt.inference import pack
+from horizon_opt.spec import InstanceSpec, JobKind
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Pool:
+    index: int
+    name: str
+    gpu_type: str
+    nodes: int
+    gpus_per_node: int
+    first_node: int  # global index of node <name>-0
+
+    @property
+    def node_range(self) -> range:
+        return range(self.first_node, self.first_node + self.nodes)
+
+    def nodes_needed(self, gpus: int) -> int | None:
+        """Whole nodes a gang takes under the placement rule (1 = part of one node), or None."""
+        g = self.gpus_per_node
+        if gpus <= g:
+            return 1
+        if gpus % g == 0 and gpus // g <= self.nodes:
+            return gpus // g
+        return None
+
+
+@dataclass(frozen=True)
+class Service:
+    index: int
+    name: str
+    pool: int
+    gpus_per_replica: int
+    headroom: float
+    demand: FloatArray  # forecast replicas per slot
+    req: IntArray  # required replicas per slot: ceil(demand * (1 + headroom) - 1e-9)
+
+
+@dataclass(frozen=True)
+class Job:
+    index: int
+    id: str
+    kind: JobKind
+    priority: float
+    gpus: int
+    durations: Mapping[int, int]  # allowed pool index -> duration in slots (placeable pools only)
+    release: int
+    deadline: int | None
+    after: tuple[int, ...]  # job indices
+    work_hours: float  # gpus * fastest duration * hours per slot
+
+    @property
+    def value(self) -> float:
+        """What the job adds to pwo when it ends on time."""
+        return self.priority * self.work_hours
+
+    def latest_end(self, slots: int) -> int:
+        """The last end slot at which the job still earns its value."""
+        return slots if self.deadline is None else min(slots, self.deadline)
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    slots: int
+    slot_minutes: int
+    start: datetime | None
+    pools: tuple[Pool, ...]
+    node_names: tuple[str, ...]
+    node_pool: IntArray  # [N] pool index of each node
+    up: BoolArray  # [N, S] node is up at slot
+    services: tuple[Service, ...]
+    jobs: tuple[Job, ...]
+    spec: InstanceSpec = field(repr=False, compare=False)
+
+    @property
+    def hours_per_slot(self) -> float:
+        return self.slot_minutes / 60
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_names)
+
+    @cached_property
+    def node_gpus(self) -> IntArray:
+        """GPUs per node, by global node index."""
+        return np.array([self.pools[p].gpus_per_node for p in self.node_pool], dtype=np.int64)
+
+    @cached_property
+    def capacity(self) -> IntArray:
+        """[N, S] GPUs of each node at each slot: gpus_per_node while up, 0 while down."""
+        return self.node_gpus[:, None] * self.up
+
+    @cached_property
+    def node_index(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.node_names)}
+
+    @cached_property
+    def job_index(self) -> dict[str, int]:
+        return {j.id: j.index for j in self.jobs}
+
+    @cached_property
+    def pool_index(self) -> dict[str, int]:
+        return {p.name: p.index for p in self.pools}
+
+    def slot_time(self, slot: int) -> datetime | None:
+        """Wall-clock time of a slot boundary, when the horizon has a start."""
+        if self.start is None:
+            return None
+        return self.start + timedelta(minutes=slot * self.slot_minutes)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|h|d)\s*$")
+_UNIT_MINUTES = {"m": 1, "min": 1, "h": 60, "d": 1440}
+
+
+class _Compiler:
+    """Builds an `Instance`, collecting every problem instead of stopping at the first."""
+
+    def __init__(self, spec: InstanceSpec, demands: Mapping[int, Sequence[float]]) -> None:
+        self.spec = spec
+        self.demands = demands
+        self.problems: list[str] = []
+        self.S = spec.horizon.slots
+        self.slot_minutes = spec.horizon.slot_minutes
+        start = spec.horizon.start
+        if start is not None and start.tzinfo is None:
+            start = start.replace(tzinfo=timezone.utc)
+        self.start = start
+
+    def error(self, path: str, message: str) -> None:
+        self.problems.append(f"{path}: {message}")
+
+    # -- units ---------------------------------------------------------------------------------
+
+    def time(self, value: int | str, path: str, round_up: bool) -> int | None:
+        """A slot index from an int or an ISO timestamp (rounded up or down to a slot boundary)."""
+        if isinstance(value, int):
+            return value
+        if self.start is None:
+            self.error(path, f"timestamp {value!r} needs horizon.start to be set")
+            return None
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            self.error(path, f"not a slot index or an ISO-8601 timestamp: {value!r}")
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        slots = (when - self.start).total_seconds() / 60 / self.slot_minutes
+        return math.ceil(slots - 1e-9) if round_up else math.floor(slots + 1e-9)
+
+    def duration(self, value: int | str, path: str) -> int | None:
+        if isinstance(value, int):
+            slots = value
+        else:
+            match = _DURATION.match(value)
+            if match is None:
+                self.error(path, f"not a duration: {value!r} (use slots or e.g. 90m, 6h, 2d)")
+                return None
+            minutes = float(match.group(1)) * _UNIT_MINUTES[match.group(2)]
+            slots = math.ceil(minutes / self.slot_minutes - 1e-9)
+        if slots < 1:
+            self.error(path, f"must be at least one slot, got {value!r}")
+            return None
+        return slots
+
+    # -- sections ------------------------------------------------------------------------------
+
+    def pools(self) -> tuple[Pool, ...]:
+        pools: list[Pool] = []
+        first = 0
+        seen: set[str] = set()
+        for i, p in enumerate(self.spec.pools):
+            if p.name in seen:
+                self.error(f"pools[{i}].name", f"duplicate pool name {p.name!r}")
+            seen.add(p.name)
+            pools.append(Pool(i, p.name, p.gpu_type, p.nodes, p.gpus_per_node, first))
+            first += p.nodes
+        return tuple(pools)
+
+    def up(self, pools: tuple[Pool, ...], node_index: dict[str, int]) -> BoolArray:
+        n = sum(p.nodes for p in pools)
+        up = np.ones((n, self.S), dtype=np.bool_)
+        for i, o in enumerate(self.spec.outages):
+            path = f"outages[{i}]"
+            node = node_index.get(o.node)
+            if node is None:
+                self.error(f"{path}.node", f"unknown node {o.node!r} (nodes are <pool>-<i>)")
+            start = self.time(o.start, f"{path}.start", round_up=False)
+            end = self.time(o.end, f"{path}.end", round_up=True)
+            if start is None or end is None:
+                continue
+            if start >= end:
+                self.error(f"{path}.end", f"must be after start ({end} <= {start})")
+                continue
+            if node is not None:
+                up[node, max(start, 0) : min(end, self.S)] = False
+        return up
+
+    def services(self, pools: tuple[Pool, ...]) -> tuple[Service, ...]:
+        by_name = {p.name: p for p in pools}
+        services: list[Service] = []
+        seen: set[str] = set()
+        for i, s in enumerate(self.spec.services):
+            path = f"services[{i}]"
+            if s.name in seen:
+                self.error(f"{path}.name", f"duplicate service name {s.name!r}")
+            seen.add(s.name)
+            pool = by_name.get(s.pool)
+            if pool is None:
+                self.error(f"{path}.pool", f"unknown pool {s.pool!r}")
+            elif pool.gpus_per_node % s.gpus_per_replica:
+                self.error(
+                    f"{path}.gpus_per_replica",
+                    f"{s.gpus_per_replica} does not divide gpus_per_node "
+                    f"{pool.gpus_per_node} of pool {pool.name!r}",
+                )
+                pool = None
+            demand = np.asarray(self.demands.get(i, ()), dtype=np.float64)
+            if len(demand) != self.S:
+                self.error(
+                    f"{path}.demand", f"expected {self.S} values (one per slot), got {len(demand)}"
+                )
+                continue
+            if pool is None:
+                continue
+            req = np.ceil(demand * (1 + s.headroom) - 1e-9).astype(np.int64)
+            demand.setflags(write=False)
+            req.setflags(write=False)
+            services.append(
+                Service(
+                    len(services), s.name, pool.index, s.gpus_per_replica, s.headroom, demand, req
+                )
+            )
+        return tuple(services)
+
+    def jobs(self, pools: tuple[Pool, ...]) -> tuple[Job, ...]:
+        by_name = {p.name: p for p in pools}
+        ids: dict[str, int] = {}
+        for i, j in enumerate(self.spec.jobs):
+            if j.id in ids:
+                self.error(f"jobs[{i}].id", f"duplicate job id {j.id!r}")
+            else:
+                ids[j.id] = i
+        jobs: list[Job] = []
+        for i, j in enumerate(self.spec.jobs):
+            path = f"jobs[{i}]"
+            durations = self.job_durations(i, by_name)
+            placeable = {p: d for p, d in durations.items() if pools[p].nodes_needed(j.gpus)}
+            if durations and not placeable:
+                why = ", ".join(
+                    f"{pools[p].name} has {pools[p].nodes} nodes of {pools[p].gpus_per_node} GPUs"
+                    for p in durations
+                )
+                self.error(
+                    f"{path}.gpus",
+                    f"a gang of {j.gpus} GPUs cannot be placed on any allowed pool ({why}); "
+                    "it must fit on one node or be a multiple of gpus_per_node on whole nodes",
+                )
+            release = self.time(j.release, f"{path}.release", round_up=True)
+            if release is not None:
+                if isinstance(j.release, int) and release < 0:
+                    self.error(f"{path}.release", f"must be >= 0, got {release}")
+                elif release >= self.S:
+                    self.error(
+                        f"{path}.release",
+                        f"after the horizon (slot {release}, horizon has {self.S} slots)",
+                    )
+                release = max(release, 0)
+            deadline = None
+            if j.deadline is not None:
+                deadline = self.time(j.deadline, f"{path}.deadline", round_up=False)
+                if deadline is not None and release is not None and deadline < release:
+                    self.error(f"{path}.deadline", f"before release ({deadline} < {release})")
+            after: list[int] = []
+            for k, dep in enumerate(j.after):
+                if dep not in ids:
+                    self.error(f"{path}.after[{k}]", f"unknown job id {dep!r}")
+                elif dep == j.id:
+                    self.error(f"{path}.after[{k}]", "a job cannot run after itself")
+                else:
+                    after.append(ids[dep])
+            if not placeable or release is None:
+                continue
+            fastest = min(placeable.values())
+            jobs.append(
+                Job(
+                    index=i,
+                    id=j.id,
+                    kind=j.kind,
+                    priority=j.priority,
+                    gpus=j.gpus,
+                    durations=placeable,
+                    release=release,
+                    deadline=deadline,
+                    after=tuple(after),
+                    work_hours=j.gpus * fastest * self.slot_minutes / 60,
+                )
+            )
+        if len(jobs) == len(self.spec.jobs):
+            self.check_cycles(jobs)
+        return tuple(jobs)
+
+    def job_durations(self, i: int, by_name: dict[str, Pool]) -> dict[int, int]:
+        j = self.spec.jobs[i]
+        path = f"jobs[{i}]"
+        out: dict[int, int] = {}
+        if isinstance(j.duration, dict):
+            if j.pools is not None:
+                self.error(f"{path}.pools", "give pools only with a single duration value")
+            items = [(name, value, f"{path}.duration.{name}") for name, value in j.duration.items()]
+        else:
+            names = j.pools if j.pools is not None else list(by_name)
+            if j.pools is not None and not j.pools:
+                self.error(f"{path}.pools", "must name at least one pool")
+            items = [(name, j.duration, f"{path}.duration") for name in names]
+        for k, (name, value, vpath) in enumerate(items):
+            pool = by_name.get(name)
+            if pool is None:
+                where = vpath if isinstance(j.duration, dict) else f"{path}.pools[{k}]"
+                self.error(where, f"unknown pool {name!r}")
+                continue
+            slots = self.duration(value, vpath)
+            if slots is not None:
+                out[pool.index] = slots
+        return out
+
+    def check_cycles(self, jobs: list[Job]) -> None:
+        state = [0] * len(jobs)  # 0 new, 1 on stack, 2 done
+        for root in range(len(jobs)):
+            if state[root]:
+                continue
+            stack: list[tuple[int, int]] = [(root, 0)]
+            path: list[int] = [root]
+            state[root] = 1
+            while stack:
+                node, k = stack[-1]
+                preds = jobs[node].after
+                if k < len(preds):
+                    stack[-1] = (node, k + 1)
+                    nxt = preds[k]
+                    if state[nxt] == 1:
+                        cycle = [*path[path.index(nxt) :], nxt]
+                        names = " -> ".join(jobs[c].id for c in cycle)
+                        self.error(f"jobs[{node}].after", f"dependency cycle: {names}")
+                        return
+                    if state[nxt] == 0:
+                        state[nxt] = 1
+                        stack.append((nxt, 0))
+                        path.append(nxt)
+                else:
+                    state[node] = 2
+                    stack.pop()
+                    path.pop()
+
+    def check_inference(
+        self, pools: tuple[Pool, ...], up: BoolArray, services: tuple[Service, ...]
+    ) -> None:
+        """Every slot's required replicas must fit on the nodes that are up, with no batch work."""
+        for pool in pools:
+            members = [s for s in services if s.pool == pool.index]
+            if not members:
+                continue
+            short: dict[int, list[int]] = {s.index: [] for s in members}
+            rows = up[pool.first_node : pool.first_node + pool.nodes]
+            for t in range(self.S):
+                free = rows[:, t].astype(np.int64) * pool.gpus_per_node
+                demands = [(s.gpus_per_replica, int(s.req[t])) for s in members]
+                placed, _ = pack(free, demands)
+                for k, s in enumerate(members):
+                    if placed[k].sum() < s.req[t]:
+                        short[s.index].append(t)
+            for s in members:
+                if short[s.index]:
+                    spec_index = [x.name for x in self.spec.services].index(s.name)
+                    self.error(
+                        f"services[{spec_index}].demand",
+                        f"service {s.name!r} needs more replicas than pool {pool.name!r} can "
+                        f"hold even with no batch work, at slots {_ranges(short[s.index])}",
+                    )
+
+    def build(self) -> Instance:
+        pools = self.pools()
+        node_names = tuple(f"{p.name}-{i}" for p in pools for i in range(p.nodes))
+        node_index = {n: i for i, n in enumerate(node_names)}
+        up = self.up(pools, node_index)
+        services = self.services(pools)
+        jobs = self.jobs(pools)
+        if not self.problems:
+            self.check_inference(pools, up, services)
+        if self.problems:
+            raise InstanceError(self.problems)
+        node_pool = np.array([p.index for p in pools for _ in range(p.nodes)], dtype=np.int64)
+        node_pool.setflags(write=False)
+        up.setflags(write=False)
+        return Instance(
+            name=self.spec.name,
+            slots=self.S,
+            slot_minutes=self.slot_minutes,
+            start=self.start,
+            pools=pools,
+            node_names=node_names,
+            node_pool=node_pool,
+            up=up,
+            services=services,
+            jobs=jobs,
+            spec=self.spec,
+        )
+
+
+def topological_order(instance: Instance) -> list[int]:
+    """Job indices such that every job comes after the jobs it runs after (file order otherwise)."""
+    waiting = [len(j.after) for j in instance.jobs]
+    successors: list[list[int]] = [[] for _ in instance.jobs]
+    for j in instance.jobs:
+        for p in j.after:
+            successors[p].append(j.index)
+    ready = [j.index for j in instance.jobs if not j.after]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        j = heapq.heappop(ready)
+        order.append(j)
+        for s in successors[j]:
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                heapq.heappush(ready, s)
+    return order
+
+
+def _ranges(slots: list[int]) -> str:
+    """'3-5, 9' for [3, 4, 5, 9]; at most ten ranges, then a count."""
+    parts: list[str] = []
+    start = prev = slots[0]
+    for s in [*slots[1:], None]:
+        if s is not None and s == prev + 1:
+            prev = s
+            continue
+        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+        if s is not None:
+            start = prev = s
+    more = f" (+{len(parts) - 10} more)" if len(parts) > 10 else ""
+    return ", ".join(parts[:10]) + more
+
+
+def compile_instance(
+    spec: InstanceSpec, demands: Mapping[int, Sequence[float]] | None = None
+) -> Instance:
+    """Validate and compile a spec. `demands` overrides service demand (e.g. read from CSV files)."""
+    resolved: dict[int, Sequence[float]] = {
+        i: s.demand for i, s in enumerate(spec.services) if isinstance(s.demand, list)
+    }
+    resolved.update(demands or {})
+    return _Compiler(spec, resolved).build()

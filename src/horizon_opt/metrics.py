@@ -1,0 +1,77 @@
+"""Exact metrics of a plan, as FORMAT.md defines them. Computed from the plan file alone."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from horizon_opt.instance import Instance
+from horizon_opt.plan import Plan
+from horizon_opt.spec import JOB_KINDS
+
+
+@dataclass(frozen=True)
+class Metrics:
+    available_gpu_hours: float
+    batch_gpu_hours: float
+    inference_gpu_hours: float
+    reserved_idle_gpu_hours: float
+    utilization: float
+    pwo: float
+    completed: int
+    completed_by_kind: dict[str, int] = field(default_factory=dict)
+    mean_wait_hours: float = 0.0
+    scheduled: int = 0  # assigned jobs, on time or not
+    late: int = 0  # assigned jobs that end after their deadline (no value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def on_time(instance: Instance, job_id: str, end: int) -> bool:
+    deadline = instance.jobs[instance.job_index[job_id]].deadline
+    return deadline is None or end <= deadline
+
+
+def evaluate(instance: Instance, plan: Plan) -> Metrics:
+    """Metrics of a plan (assumed valid: run `check` first for a verdict)."""
+    h = instance.hours_per_slot
+    available = float(instance.capacity.sum()) * h
+    batch = 0.0
+    pwo = 0.0
+    waits: list[float] = []
+    by_kind = dict.fromkeys(JOB_KINDS, 0)
+    late = 0
+    for a in plan.assignments:
+        job = instance.jobs[instance.job_index[a.job]]
+        batch += job.gpus * (a.end - a.start) * h
+        if on_time(instance, a.job, a.end):
+            pwo += job.value
+            by_kind[job.kind] += 1
+            waits.append((a.start - job.release) * h)
+        else:
+            late += 1
+    inference = sum(float(s.demand.sum()) * s.gpus_per_replica * h for s in instance.services)
+    planned = {s.name: np.zeros(instance.slots) for s in instance.services}
+    for b in plan.inference:
+        if b.service in planned:
+            planned[b.service][b.start : b.end] += b.replicas
+    reserved_idle = sum(
+        float((planned[s.name] - s.demand).sum()) * s.gpus_per_replica * h
+        for s in instance.services
+    )
+    return Metrics(
+        available_gpu_hours=available,
+        batch_gpu_hours=batch,
+        inference_gpu_hours=inference,
+        reserved_idle_gpu_hours=reserved_idle,
+        utilization=(batch + inference) / available if available > 0 else 0.0,
+        pwo=pwo,
+        completed=len(waits),
+        completed_by_kind=by_kind,
+        mean_wait_hours=float(np.mean(waits)) if waits else 0.0,
+        scheduled=len(plan.assignments),
+        late=late,
+    )

@@ -1,0 +1,147 @@
+"""Turn a solver's decisions (job -> pool, start, nodes) into a concrete plan file.
+
+Solvers decide GPU counts per node and slot; here each job gets concrete GPU indices. Sweeping
+each node's jobs in start order and handing out the lowest free indices always succeeds when the
+per-slot counts fit, because a job keeps its indices for its whole run and releases them at its
+end, before any job that starts at or after that end asks for them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from horizon_opt.inference import Layout
+from horizon_opt.instance import Instance
+from horizon_opt.metrics import evaluate
+from horizon_opt.plan import Assignment, InferenceBlock, Plan, Status, Unscheduled
+
+
+@dataclass(frozen=True)
+class Placement:
+    job: int
+    pool: int
+    start: int
+    nodes: tuple[int, ...]  # global node indices
+
+    def end(self, instance: Instance) -> int:
+        return self.start + instance.jobs[self.job].durations[self.pool]
+
+
+def gpu_indices(
+    instance: Instance, placements: Sequence[Placement]
+) -> dict[int, dict[int, list[int]]]:
+    """job -> node -> GPU indices, lowest free indices in start order on each node."""
+    by_node: dict[int, list[Placement]] = defaultdict(list)
+    for p in placements:
+        for n in p.nodes:
+            by_node[n].append(p)
+    out: dict[int, dict[int, list[int]]] = defaultdict(dict)
+    for n, items in by_node.items():
+        G = int(instance.node_gpus[n])
+        busy_until = np.zeros(G, dtype=np.int64)  # slot at which each GPU index becomes free
+        for p in sorted(items, key=lambda q: (q.start, q.job)):
+            gpus = instance.jobs[p.job].gpus
+            want = gpus if len(p.nodes) == 1 else G
+            free = np.flatnonzero(busy_until <= p.start)[:want]
+            if len(free) < want:
+                raise RuntimeError(
+                    f"internal error: node {instance.node_names[n]} over capacity at slot {p.start}"
+                )
+            busy_until[free] = p.end(instance)
+            out[p.job][n] = [int(g) for g in free]
+    return out
+
+
+def inference_blocks(instance: Instance, layout: Layout) -> list[InferenceBlock]:
+    """Run-length encode each (service, node) replica series into constant blocks."""
+    blocks: list[InferenceBlock] = []
+    for s in instance.services:
+        pool = instance.pools[s.pool]
+        for row, series in enumerate(layout.replicas[s.index]):
+            if not series.any():
+                continue
+            cuts = np.flatnonzero(np.diff(series)) + 1
+            starts = np.r_[0, cuts]
+            ends = np.r_[cuts, instance.slots]
+            for a, b in zip(starts, ends, strict=True):
+                if series[a] > 0:
+                    blocks.append(
+                        InferenceBlock(
+                            service=s.name,
+                            node=instance.node_names[pool.first_node + row],
+                            start=int(a),
+                            end=int(b),
+                            replicas=int(series[a]),
+                        )
+                    )
+    return blocks
+
+
+def _iso(instance: Instance, slot: int) -> str | None:
+    when = instance.slot_time(slot)
+    return None if when is None else when.isoformat().replace("+00:00", "Z")
+
+
+def build_plan(
+    instance: Instance,
+    solver: str,
+    placements: Sequence[Placement],
+    layout: Layout,
+    reasons: Mapping[int, str],
+    *,
+    started: float,
+    status: Status = "heuristic",
+    bound: float | None = None,
+    build_seconds: float | None = None,
+) -> Plan:
+    """Assemble, evaluate and stamp a plan. Jobs not placed must have a reason in `reasons`."""
+    indices = gpu_indices(instance, placements)
+    assignments = [
+        Assignment(
+            job=instance.jobs[p.job].id,
+            pool=instance.pools[p.pool].name,
+            start=p.start,
+            end=p.end(instance),
+            gpus={instance.node_names[n]: idx for n, idx in sorted(indices[p.job].items())},
+            start_time=_iso(instance, p.start),
+            end_time=_iso(instance, p.end(instance)),
+        )
+        for p in sorted(placements, key=lambda q: (q.start, q.job))
+    ]
+    placed = {p.job for p in placements}
+    unscheduled = [
+        Unscheduled(job=j.id, reason=reasons.get(j.index, "not scheduled"))
+        for j in instance.jobs
+        if j.index not in placed
+    ]
+    draft = Plan(
+        instance=instance.name,
+        solver=solver,
+        status=status,
+        objective=0.0,
+        assignments=assignments,
+        inference=inference_blocks(instance, layout),
+        unscheduled=unscheduled,
+    )
+    metrics = evaluate(instance, draft)
+    objective = metrics.pwo
+    if bound is not None:
+        if bound < objective - 1e-6 * max(1.0, abs(objective)):
+            raise RuntimeError(f"internal error: bound {bound} is below the plan's pwo {objective}")
+        bound = max(bound, objective)  # float rounding must never show a negative gap
+    gap = None if bound is None else (bound - objective) / max(bound, 1e-9)
+    return draft.model_copy(
+        update={
+            "objective": objective,
+            "bound": bound,
+            "gap": gap,
+            "wall_seconds": round(time.perf_counter() - started, 3),
+            "build_seconds": build_seconds,
+            "metrics": metrics.to_dict(),
+        }
+    )

@@ -1,0 +1,66 @@
+"""The FIFO baseline, exactly as FORMAT.md defines it: static peak reservation, release order.
+
+This is the policy most clusters run today and the one the optimizer is measured against.
+`elastic=True` gives the ablation "FIFO with per-slot reservation" (same order, req[v][t] only).
+"""
+
+from __future__ import annotations
+
+import time
+
+from horizon_opt.inference import elastic_layout, static_peak_layout
+from horizon_opt.instance import Instance, topological_order
+from horizon_opt.plan import Plan
+from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.grid import CapacityGrid, Fit
+from horizon_opt.solvers.options import SolveOptions
+
+
+def release_order(instance: Instance) -> list[int]:
+    """Jobs by release, ties in file order; a job never comes before a job it runs after.
+
+    A predecessor with a later release than its successor holds the successor back: the
+    successor's effective release is the latest release along its chain of predecessors.
+    """
+    eff: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    for j in topological_order(instance):
+        job = instance.jobs[j]
+        eff[j] = max([job.release, *(eff[p] for p in job.after)])
+        depth[j] = 1 + max((depth[p] for p in job.after), default=-1)
+    return sorted(eff, key=lambda j: (eff[j], depth[j], j))
+
+
+def solve(
+    instance: Instance, options: SolveOptions | None = None, *, elastic: bool = False
+) -> Plan:
+    started = time.perf_counter()
+    layout = elastic_layout(instance) if elastic else static_peak_layout(instance)
+    grid = CapacityGrid(instance, layout.free)
+    placements: dict[int, Placement] = {}
+    reasons: dict[int, str] = {}
+    floor = 0  # FIFO: no job starts before the job scheduled before it
+    for j in release_order(instance):
+        job = instance.jobs[j]
+        missing = [instance.jobs[p].id for p in job.after if p not in placements]
+        if missing:
+            reasons[j] = f"runs after {', '.join(missing)}, which is not scheduled"
+            continue
+        t0 = max([job.release, floor, *(placements[p].end(instance) for p in job.after)])
+        best: Fit | None = None
+        for pool_idx, d in sorted(job.durations.items()):
+            fit = grid.earliest_in_pool(
+                instance.pools[pool_idx], job.gpus, d, t0, instance.slots, "first"
+            )
+            if fit is not None and (best is None or fit.start < best.start):
+                best = fit
+        if best is None:
+            reasons[j] = (
+                f"does not fit before the end of the horizon (earliest start considered: slot {t0})"
+            )
+            continue
+        grid.occupy(best, job.gpus, job.durations[best.pool])
+        placements[j] = Placement(j, best.pool, best.start, best.nodes)
+        floor = best.start
+    name = "fifo-elastic" if elastic else "fifo"
+    return build_plan(instance, name, list(placements.values()), layout, reasons, started=started)

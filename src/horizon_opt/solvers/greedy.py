@@ -1,0 +1,114 @@
+"""The greedy baseline: elastic reservation and value order, one job at a time.
+
+Inference reserves only `req[v][t]` at each slot, so demand troughs are open to batch work. Jobs
+are placed in value-density order. A job's value density is `priority * work / (gpus * duration
+* h)`, which equals its priority on its fastest pool, so the order is by priority; ties go to
+the order's secondary rule. Each job takes the placement that ends earliest among those that fit
+and end on time (tightest node first), or stays unscheduled. A predecessor inherits the rank of
+its most urgent successor, so a valuable job is not starved by a cheap job it must run after.
+
+Several secondary rules are tried (large jobs first, deadlines first, earliest deadline first,
+release order) and the plan with the highest pwo is kept: each pass is cheap, and which rule
+packs best depends on the instance.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable
+
+from horizon_opt.inference import Layout, elastic_layout
+from horizon_opt.instance import Instance, Job, topological_order
+from horizon_opt.plan import Plan
+from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.grid import CapacityGrid, Fit
+from horizon_opt.solvers.options import SolveOptions
+
+Rank = tuple[float, ...]
+
+
+def _deadline(job: Job) -> float:
+    return math.inf if job.deadline is None else job.deadline
+
+
+RULES: dict[str, Callable[[Job], Rank]] = {
+    "priority, large first": lambda j: (-j.priority, -j.work_hours, _deadline(j), j.index),
+    "priority, deadline first": lambda j: (-j.priority, _deadline(j), -j.work_hours, j.index),
+    "earliest deadline first": lambda j: (_deadline(j), -j.priority, -j.work_hours, j.index),
+    "priority, release order": lambda j: (-j.priority, j.release, j.index),
+}
+
+
+def inherited_ranks(instance: Instance, rank: Callable[[Job], Rank]) -> list[Rank]:
+    """Each job's rank, lowered to the best rank among the jobs that (transitively) need it."""
+    ranks = [rank(j) for j in instance.jobs]
+    for j in reversed(topological_order(instance)):
+        for p in instance.jobs[j].after:
+            ranks[p] = min(ranks[p], ranks[j])
+    return ranks
+
+
+def place_in_order(
+    instance: Instance, layout: Layout, ranks: list[Rank]
+) -> tuple[list[Placement], dict[int, str]]:
+    grid = CapacityGrid(instance, layout.free)
+    placements: dict[int, Placement] = {}
+    reasons: dict[int, str] = {}
+    waiting = [len(j.after) for j in instance.jobs]
+    successors: list[list[int]] = [[] for _ in instance.jobs]
+    for job in instance.jobs:
+        for p in job.after:
+            successors[p].append(job.index)
+    ready = [(ranks[j.index], j.index) for j in instance.jobs if not j.after]
+    heapq.heapify(ready)
+    while ready:
+        _, j = heapq.heappop(ready)
+        for s in successors[j]:
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                heapq.heappush(ready, (ranks[s], s))
+        job = instance.jobs[j]
+        missing = [instance.jobs[p].id for p in job.after if p not in placements]
+        if missing:
+            reasons[j] = f"runs after {', '.join(missing)}, which is not scheduled"
+            continue
+        t0 = max([job.release, *(placements[p].end(instance) for p in job.after)])
+        latest = job.latest_end(instance.slots)
+        best: Fit | None = None
+        best_end = 0
+        for pool_idx, d in sorted(job.durations.items()):
+            fit = grid.earliest_in_pool(instance.pools[pool_idx], job.gpus, d, t0, latest, "best")
+            if fit is not None and (best is None or fit.start + d < best_end):
+                best, best_end = fit, fit.start + d
+        if best is None:
+            until = (
+                "its deadline"
+                if job.deadline is not None and latest < instance.slots
+                else "the end of the horizon"
+            )
+            reasons[j] = (
+                f"no capacity from slot {t0} to {until} (slot {latest}) after higher-ranked jobs"
+            )
+            continue
+        grid.occupy(best, job.gpus, job.durations[best.pool])
+        placements[j] = Placement(j, best.pool, best.start, best.nodes)
+    return list(placements.values()), reasons
+
+
+def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
+    started = time.perf_counter()
+    layout = elastic_layout(instance)
+    best: tuple[float, list[Placement], dict[int, str]] | None = None
+    for rule in RULES.values():
+        placements, reasons = place_in_order(instance, layout, inherited_ranks(instance, rule))
+        value = sum(
+            instance.jobs[p.job].value
+            for p in placements
+            if p.end(instance) <= instance.jobs[p.job].latest_end(instance.slots)
+        )
+        if best is None or value > best[0] + 1e-9:
+            best = (value, placements, reasons)
+    assert best is not None
+    return build_plan(instance, "greedy", best[1], layout, best[2], started=started)
