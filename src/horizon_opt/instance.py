@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
 import numpy as np
@@ -150,7 +150,7 @@ class _Compiler:
         self.slot_minutes = spec.horizon.slot_minutes
         start = spec.horizon.start
         if start is not None and start.tzinfo is None:
-            start = start.replace(tzinfo=timezone.utc)
+            start = start.replace(tzinfo=UTC)
         self.start = start
 
     def error(self, path: str, message: str) -> None:
@@ -171,7 +171,7 @@ class _Compiler:
             self.error(path, f"not a slot index or an ISO-8601 timestamp: {value!r}")
             return None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
+            when = when.replace(tzinfo=UTC)
         slots = (when - self.start).total_seconds() / 60 / self.slot_minutes
         return math.ceil(slots - 1e-9) if round_up else math.floor(slots + 1e-9)
 
