@@ -1,0 +1,221 @@
+"""The node-level CP-SAT model of one (sub)problem: which free jobs run, where, and when.
+
+A `Subproblem` names the free jobs, the nodes they may use and the GPUs those nodes have left
+for them at every slot (after inference replicas, outages and every job that stays fixed). The
+full problem is the subproblem with every job free on every node; the LNS loop builds small ones.
+
+Per free job: one start variable, a presence literal per allowed pool, and per candidate node
+an optional fixed-size interval with its own presence literal. A job of `gpus <= G` picks exactly
+one node; a larger gang picks `gpus / G` whole nodes. Each node is a cumulative resource of
+capacity G whose leftover profile is carved out with fixed intervals, so any solution is
+placeable on concrete GPUs (see `assemble.gpu_indices`). Objective: the scaled value of the jobs
+that run (every job in the model ends on time by construction), minus the sum of their end
+slots as a tie-break that is scaled never to outweigh one unit of value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from horizon_opt.inference import IntArray
+from horizon_opt.instance import Instance
+from horizon_opt.solvers.assemble import Placement
+
+
+@dataclass
+class Subproblem:
+    jobs: list[int]  # free job indices
+    nodes: list[int]  # candidate global node indices
+    residual: IntArray  # [len(nodes), S] GPUs left for the free jobs
+    earliest: dict[int, int]  # per free job: release, pushed past fixed predecessors
+    latest_end: dict[int, int]  # per free job: deadline/horizon, pulled before fixed successors
+    must_run: set[int] = field(default_factory=set)  # free jobs that a fixed successor needs
+    hint: dict[int, Placement] = field(default_factory=dict)
+
+
+def value_scale(instance: Instance) -> int:
+    """Smallest power of ten (<= 10^6) that makes every job value an integer."""
+    for k in range(7):
+        scale = 10**k
+        if all(abs(j.value * scale - round(j.value * scale)) < 1e-6 for j in instance.jobs):
+            return scale
+    return 10**6
+
+
+def value_units(value: float, scale: int) -> int:
+    """A job's value in integer objective units, rounded up so that bounds stay valid."""
+    return max(1, math.ceil(value * scale - 1e-9))
+
+
+class NodeModel:
+    """Builds the CP-SAT model of a subproblem: variables, constraints, objective, hint."""
+
+    def __init__(self, instance: Instance, sub: Subproblem, scale: int) -> None:
+        self.inst = instance
+        self.sub = sub
+        self.model = cp_model.CpModel()
+        self.scale = scale
+        self.node_row = {n: r for r, n in enumerate(sub.nodes)}
+        self.start: dict[int, cp_model.IntVar] = {}
+        self.end: dict[int, cp_model.IntVar] = {}
+        self.on_pool: dict[int, dict[int, cp_model.IntVar]] = {}
+        self.on_node: dict[int, dict[int, cp_model.IntVar]] = {}
+        self.intervals: dict[int, list[tuple[cp_model.IntervalVar, int]]] = defaultdict(list)
+        self._variables()
+        self._node_choice()
+        self._capacity()
+        self._precedence()
+        self._objective()
+        self._hint()
+
+    # -- variables -----------------------------------------------------------------------------
+
+    def _candidate_nodes(self, j: int, pool_idx: int) -> list[int]:
+        pool = self.inst.pools[pool_idx]
+        return [
+            n for n in self.sub.nodes if self.inst.node_pool[n] == pool_idx and n in pool.node_range
+        ]
+
+    def _variables(self) -> None:
+        m = self.model
+        for j in self.sub.jobs:
+            job = self.inst.jobs[j]
+            lo, hi = self.sub.earliest[j], self.sub.latest_end[j]
+            pools = {}
+            for p, d in job.durations.items():
+                k = self.inst.pools[p].nodes_needed(job.gpus)
+                nodes = self._candidate_nodes(j, p)
+                if k is not None and hi - lo >= d and len(nodes) >= k:
+                    pools[p] = (d, nodes)
+            if not pools:
+                continue
+            dmin = min(d for d, _ in pools.values())
+            start = m.new_int_var(lo, hi - dmin, f"start[{job.id}]")
+            end = m.new_int_var(lo + dmin, hi, f"end[{job.id}]")
+            self.start[j] = start
+            self.end[j] = end
+            self.on_pool[j] = {}
+            self.on_node[j] = {}
+            for p, (d, nodes) in pools.items():
+                y = m.new_bool_var(f"pool[{job.id},{self.inst.pools[p].name}]")
+                self.on_pool[j][p] = y
+                m.add(start + d <= hi).only_enforce_if(y)
+                m.add(end == start + d).only_enforce_if(y)
+                G = self.inst.pools[p].gpus_per_node
+                demand = job.gpus if job.gpus <= G else G
+                for n in nodes:
+                    z = m.new_bool_var(f"node[{job.id},{self.inst.node_names[n]}]")
+                    self.on_node[j][n] = z
+                    iv = m.new_optional_fixed_size_interval_var(start, d, z, f"run[{job.id},{n}]")
+                    self.intervals[n].append((iv, demand))
+            present = sum(self.on_pool[j].values())
+            m.add(present <= 1)
+            if j in self.sub.must_run:
+                m.add(present == 1)
+
+    # -- constraints ---------------------------------------------------------------------------
+
+    def _node_choice(self) -> None:
+        """Exactly one node for a small gang, gpus/G whole nodes for a large one."""
+        for j, pools in self.on_pool.items():
+            job = self.inst.jobs[j]
+            for p, y in pools.items():
+                k = self.inst.pools[p].nodes_needed(job.gpus) or 1
+                zs = [z for n, z in self.on_node[j].items() if self.inst.node_pool[n] == p]
+                self.model.add(sum(zs) == k * y)
+
+    def _capacity(self) -> None:
+        """Per node: free jobs' GPUs fit under the leftover profile (fixed intervals carve it)."""
+        m = self.model
+        S = self.inst.slots
+        for n, items in self.intervals.items():
+            G = int(self.inst.node_gpus[n])
+            taken = G - self.sub.residual[self.node_row[n]]
+            ivs = [iv for iv, _ in items]
+            demands = [d for _, d in items]
+            cuts = np.flatnonzero(np.diff(taken)) + 1
+            for a, b in zip(np.r_[0, cuts], np.r_[cuts, S], strict=True):
+                if taken[a] > 0:
+                    ivs.append(m.new_fixed_size_interval_var(int(a), int(b - a), f"busy[{n},{a}]"))
+                    demands.append(int(taken[a]))
+            if sum(d for _, d in items) + int(taken.max(initial=0)) <= G:
+                continue  # cannot overflow: skip the constraint
+            m.add_cumulative(ivs, demands, G)
+
+    def _precedence(self) -> None:
+        free = set(self.sub.jobs)
+        for j in self.on_pool:
+            for p in self.inst.jobs[j].after:
+                if p not in free:
+                    continue  # fixed predecessor: already in earliest[j]
+                if p not in self.on_pool:  # a free predecessor that cannot run here
+                    self.model.add(sum(self.on_pool[j].values()) == 0)
+                    continue
+                present_j = sum(self.on_pool[j].values())
+                present_p = sum(self.on_pool[p].values())
+                self.model.add(present_j <= present_p)
+                if len(self.on_pool[j]) == 1:
+                    lit = next(iter(self.on_pool[j].values()))
+                    self.model.add(self.start[j] >= self.end[p]).only_enforce_if(lit)
+                else:
+                    for lit in self.on_pool[j].values():
+                        self.model.add(self.start[j] >= self.end[p]).only_enforce_if(lit)
+
+    # -- objective -----------------------------------------------------------------------------
+
+    def _objective(self) -> None:
+        """max scale*value*present*M - sum(end), with M > the largest possible sum of ends."""
+        self.tie_weight = 1 + sum(self.sub.latest_end[j] for j in self.on_pool)
+        terms = []
+        for j, pools in self.on_pool.items():
+            coef = value_units(self.inst.jobs[j].value, self.scale) * self.tie_weight
+            terms += [coef * y for y in pools.values()]
+        ends = [self.end[j] for j in self.on_pool]
+        self.model.maximize(sum(terms) - sum(ends))
+
+    def _hint(self) -> None:
+        m = self.model
+        for j in self.on_pool:
+            h = self.sub.hint.get(j)
+            ok = (
+                h is not None
+                and h.pool in self.on_pool[j]
+                and all(n in self.on_node[j] for n in h.nodes)
+            )
+            for p, y in self.on_pool[j].items():
+                m.add_hint(y, bool(ok and h is not None and h.pool == p))
+            for n, z in self.on_node[j].items():
+                m.add_hint(z, bool(ok and h is not None and n in h.nodes))
+            if ok and h is not None:
+                m.add_hint(self.start[j], h.start)
+                m.add_hint(self.end[j], h.end(self.inst))
+            else:
+                m.add_hint(self.start[j], self.sub.earliest[j])
+                m.add_hint(self.end[j], self.sub.earliest[j])
+
+    # -- solution ------------------------------------------------------------------------------
+
+    def extract(self, solver: cp_model.CpSolver) -> dict[int, Placement]:
+        out: dict[int, Placement] = {}
+        for j, pools in self.on_pool.items():
+            for p, y in pools.items():
+                if solver.boolean_value(y):
+                    nodes = tuple(
+                        sorted(n for n, z in self.on_node[j].items() if solver.boolean_value(z))
+                    )
+                    out[j] = Placement(j, p, int(solver.value(self.start[j])), nodes)
+        return out
+
+    def value_bound(self, solver: cp_model.CpSolver) -> int:
+        """An upper bound on the value units of the free jobs, from CP-SAT's objective bound.
+
+        objective = M * units - sum(ends) with 0 <= sum(ends) <= sum(latest_end) < M, and units
+        is an integer, so units <= floor((objective bound + sum(latest_end)) / M).
+        """
+        ends_max = sum(self.sub.latest_end[j] for j in self.on_pool)
+        return (math.floor(solver.best_objective_bound) + ends_max) // self.tie_weight

@@ -1,0 +1,434 @@
+"""The cpsat solver: warm start, proven bound, exact model when small, LNS when large.
+
+1. Incumbent: the best of the fifo plan, the greedy plan and a user hint, re-checked against
+   the elastic reservation (so the result is never worse than any of them).
+2. Bound: the energy LP (`bound.py`), certified by weak duality.
+3. When the full node-level model is small enough, CP-SAT solves it directly, which proves
+   optimality on small instances; its own bound then tightens the LP bound.
+4. With the time left, a large-neighbourhood search: free the jobs of a few nodes of one pool in
+   a time window (plus unscheduled jobs that could go there), fix everything else, and re-solve
+   that subproblem exactly with a short limit; keep the result when it is no worse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from horizon_opt.inference import IntArray, Layout, elastic_layout
+from horizon_opt.instance import Instance
+from horizon_opt.plan import Plan
+from horizon_opt.solvers import fifo, greedy
+from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.cpsat.bound import earliest_starts, energy_bound
+from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale
+from horizon_opt.solvers.options import Progress, SolveOptions
+
+FULL_MODEL_MAX_INTERVALS = 20_000  # above this, go straight to LNS
+FULL_MODEL_SHARE = 0.5  # of the time limit, when the instance is not proven optimal first
+DETERMINISTIC_PER_SECOND = 1.0  # deterministic-time budget per second of --time-limit (workers=1)
+
+
+@dataclass
+class Incumbent:
+    """The current best placements and the batch GPUs they use per node and slot."""
+
+    instance: Instance
+    free: IntArray  # [N, S] left by the elastic inference layout
+    placements: dict[int, Placement] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.used = np.zeros_like(self.free)
+        for p in self.placements.values():
+            self._add(p, 1)
+
+    def _add(self, p: Placement, sign: int) -> None:
+        job = self.instance.jobs[p.job]
+        G = self.instance.pools[p.pool].gpus_per_node
+        per_node = job.gpus if len(p.nodes) == 1 else G
+        self.used[list(p.nodes), p.start : p.end(self.instance)] += sign * per_node
+
+    def fits(self, p: Placement) -> bool:
+        job = self.instance.jobs[p.job]
+        G = self.instance.pools[p.pool].gpus_per_node
+        per_node = job.gpus if len(p.nodes) == 1 else G
+        window = (self.free - self.used)[list(p.nodes), p.start : p.end(self.instance)]
+        return bool((window >= per_node).all())
+
+    def replace(self, old: list[int], new: dict[int, Placement]) -> None:
+        for j in old:
+            if j in self.placements:
+                self._add(self.placements.pop(j), -1)
+        for j, p in new.items():
+            self.placements[j] = p
+            self._add(p, 1)
+
+    def value(self) -> float:
+        return sum(self.instance.jobs[j].value for j in self.placements)
+
+
+def placements_from_plan(instance: Instance, plan: Plan, free: IntArray) -> dict[int, Placement]:
+    """The on-time jobs of a plan that fit the elastic reservation, in start order."""
+    inc = Incumbent(instance, free)
+    for a in sorted(plan.assignments, key=lambda a: a.start):
+        j = instance.job_index.get(a.job)
+        pool = instance.pool_index.get(a.pool)
+        if j is None or pool is None or pool not in instance.jobs[j].durations:
+            continue
+        job = instance.jobs[j]
+        nodes = tuple(sorted(instance.node_index[n] for n in a.gpus if n in instance.node_index))
+        p = Placement(j, pool, a.start, nodes)
+        ok = (
+            job.release <= a.start
+            and p.end(instance) <= job.latest_end(instance.slots)
+            and len(nodes) == (instance.pools[pool].nodes_needed(job.gpus) or 0)
+            and all(instance.node_pool[n] == pool for n in nodes)
+            and all(
+                q in inc.placements and inc.placements[q].end(instance) <= a.start
+                for q in job.after
+            )
+            and inc.fits(p)
+        )
+        if ok:
+            inc.replace([], {j: p})
+    return inc.placements
+
+
+def unscheduled_reason(
+    instance: Instance, j: int, placed: dict[int, Placement], earliest: int
+) -> str:
+    job = instance.jobs[j]
+    missing = [instance.jobs[q].id for q in job.after if q not in placed]
+    if missing:
+        return f"runs after {', '.join(missing)}, which is not scheduled"
+    latest = job.latest_end(instance.slots)
+    until = (
+        "its deadline"
+        if job.deadline is not None and latest < instance.slots
+        else "the end of the horizon"
+    )
+    if all(latest - earliest < d for d in job.durations.values()):
+        return f"cannot end by {until} (slot {latest}) even on an idle cluster: earliest start is slot {earliest}"
+    return f"no room before {until} (slot {latest}) next to inference and the jobs this plan runs"
+
+
+class _Stopper:
+    """Ctrl-C stops the running CP-SAT search and the LNS loop; the best plan is kept."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self.solver: cp_model.CpSolver | None = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.stopped = True
+        if self.solver is not None:
+            self.solver.stop_search()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[_Stopper]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = signal.signal(signal.SIGINT, self)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+class CpsatSearch:
+    def __init__(self, instance: Instance, options: SolveOptions, log: IO[str] | None) -> None:
+        self.inst = instance
+        self.opt = options
+        self.log = log
+        self.started = time.perf_counter()
+        self.deadline = self.started + options.time_limit
+        self.deterministic = options.workers == 1
+        self.det_budget = options.time_limit * DETERMINISTIC_PER_SECOND
+        self.det_used = 0.0
+        self.rng = np.random.default_rng(options.seed)
+        self.scale = value_scale(instance)
+        self.layout: Layout = elastic_layout(instance)
+        self.est = earliest_starts(instance)
+        self.stopper = _Stopper()
+        self.build_seconds = 0.0
+        self.successors: list[list[int]] = [[] for _ in instance.jobs]
+        for job in instance.jobs:
+            for p in job.after:
+                self.successors[p].append(job.index)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def out_of_time(self) -> bool:
+        if self.stopper.stopped:
+            return True
+        if self.deterministic:
+            # Deterministic budget; the wall clock only guards against a runaway.
+            return (
+                self.det_used >= self.det_budget
+                or time.perf_counter() > self.deadline + 2 * self.opt.time_limit
+            )
+        return time.perf_counter() >= self.deadline
+
+    def remaining(self) -> float:
+        if self.deterministic:
+            return max(0.0, self.det_budget - self.det_used)
+        return max(0.0, self.deadline - time.perf_counter())
+
+    def write_log(self, line: str) -> None:
+        if self.log is not None:
+            self.log.write(line + "\n")
+            self.log.flush()
+
+    def report(self, inc: Incumbent, bound: float | None) -> None:
+        if self.opt.on_progress is not None:
+            self.opt.on_progress(Progress(self.elapsed(), inc.value(), bound))
+
+    def build(self, sub: Subproblem) -> NodeModel:
+        started = time.perf_counter()
+        nm = NodeModel(self.inst, sub, self.scale)
+        self.build_seconds += time.perf_counter() - started
+        return nm
+
+    def run_solver(
+        self, nm: NodeModel, limit: float, seed: int, log_search: bool = False
+    ) -> tuple[int, cp_model.CpSolver]:
+        solver = cp_model.CpSolver()
+        params = solver.parameters
+        params.num_workers = self.opt.workers
+        params.random_seed = seed
+        if self.deterministic:
+            params.max_deterministic_time = max(limit, 0.01)
+        else:
+            params.max_time_in_seconds = max(limit, 0.01)
+        if log_search and self.log is not None:
+            params.log_search_progress = True
+            params.log_to_stdout = False
+            solver.log_callback = self.write_log
+        self.stopper.solver = solver
+        status = solver.solve(nm.model)
+        self.stopper.solver = None
+        self.det_used += solver.deterministic_time
+        return status, solver
+
+    # -- phases --------------------------------------------------------------------------------
+
+    def initial(self) -> Incumbent:
+        candidates = [fifo.solve(self.inst), greedy.solve(self.inst)]
+        if self.opt.hint is not None:
+            candidates.append(self.opt.hint)
+        best: Incumbent | None = None
+        for plan in candidates:
+            inc = Incumbent(
+                self.inst, self.layout.free, placements_from_plan(self.inst, plan, self.layout.free)
+            )
+            self.write_log(f"start candidate {plan.solver}: pwo {inc.value():.3f}")
+            if best is None or inc.value() > best.value() + 1e-9:
+                best = inc
+        assert best is not None
+        return best
+
+    def full_subproblem(self, inc: Incumbent) -> Subproblem:
+        jobs = [j.index for j in self.inst.jobs]
+        return Subproblem(
+            jobs=jobs,
+            nodes=list(range(self.inst.num_nodes)),
+            residual=self.layout.free.copy(),
+            earliest={j: self.est[j] for j in jobs},
+            latest_end={j: self.inst.jobs[j].latest_end(self.inst.slots) for j in jobs},
+            hint=dict(inc.placements),
+        )
+
+    def full_model_size(self) -> int:
+        return sum(self.inst.pools[p].nodes for j in self.inst.jobs for p in j.durations)
+
+    def solve_full(self, inc: Incumbent, limit: float) -> tuple[bool, float | None]:
+        """Solve the whole model; returns (proven optimal, proven bound on pwo)."""
+        sub = self.full_subproblem(inc)
+        nm = self.build(sub)
+        status, solver = self.run_solver(nm, limit, self.opt.seed, log_search=True)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            found = nm.extract(solver)
+            if sum(self.inst.jobs[j].value for j in found) >= inc.value() - 1e-9:
+                inc.replace(list(inc.placements), found)
+        if status == cp_model.INFEASIBLE or status == cp_model.MODEL_INVALID:
+            raise RuntimeError(f"internal error: full model status {solver.status_name(status)}")
+        if status == cp_model.UNKNOWN:
+            return False, None
+        bound = nm.value_bound(solver) / self.scale
+        return status == cp_model.OPTIMAL, bound
+
+    def neighbourhood(
+        self, inc: Incumbent, n_nodes: int, width: int, max_free: int
+    ) -> Subproblem | None:
+        inst = self.inst
+        S = inst.slots
+        weights = np.array([p.nodes for p in inst.pools], dtype=float)
+        pool = inst.pools[int(self.rng.choice(len(inst.pools), p=weights / weights.sum()))]
+        pool_nodes = list(pool.node_range)
+        chosen = set(
+            int(n)
+            for n in self.rng.choice(pool_nodes, size=min(n_nodes, len(pool_nodes)), replace=False)
+        )
+        a = int(self.rng.integers(0, max(1, S - width + 1)))
+        b = min(S, a + width)
+        free_jobs: list[int] = []
+        for j, p in inc.placements.items():
+            if p.start < b and p.end(inst) > a and chosen.intersection(p.nodes):
+                if not chosen.issuperset(p.nodes):
+                    if len(chosen) + len(p.nodes) > 2 * n_nodes:
+                        continue
+                    chosen.update(p.nodes)
+                free_jobs.append(j)
+        self.rng.shuffle(free_jobs)
+        free_jobs = free_jobs[:max_free]
+        free_set = set(free_jobs)
+        # Unscheduled jobs that could run on this pool in the window, most valuable first.
+        waiting = [
+            j.index
+            for j in inst.jobs
+            if j.index not in inc.placements
+            and pool.index in j.durations
+            and self.est[j.index] < b
+            and j.latest_end(S) > a
+            and all(q in inc.placements for q in j.after)
+        ]
+        self.rng.shuffle(waiting)
+        waiting.sort(key=lambda j: -inst.jobs[j].value)
+        room = max(4, max_free - len(free_jobs))
+        free_jobs += waiting[:room]
+        free_set = set(free_jobs)
+        if not free_jobs:
+            return None
+        nodes = sorted(chosen)
+        released = {j: inc.placements[j] for j in free_jobs if j in inc.placements}
+        residual = (inc.free - inc.used)[nodes].copy()
+        row = {n: r for r, n in enumerate(nodes)}
+        for p in released.values():
+            G = inst.pools[p.pool].gpus_per_node
+            per_node = inst.jobs[p.job].gpus if len(p.nodes) == 1 else G
+            for n in p.nodes:
+                if n in row:
+                    residual[row[n], p.start : p.end(inst)] += per_node
+        earliest: dict[int, int] = {}
+        latest: dict[int, int] = {}
+        must: set[int] = set()
+        for j in free_jobs:
+            job = inst.jobs[j]
+            lo = job.release
+            for q in job.after:
+                if q not in free_set:
+                    lo = max(lo, inc.placements[q].end(inst))
+            hi = job.latest_end(S)
+            for s in self.successors[j]:
+                if s not in free_set and s in inc.placements:
+                    hi = min(hi, inc.placements[s].start)
+                    must.add(j)
+            earliest[j] = lo
+            latest[j] = hi
+        return Subproblem(free_jobs, nodes, residual, earliest, latest, must, dict(released))
+
+    def lns(self, inc: Incumbent, bound: float) -> None:
+        n_nodes = 4
+        width = max(4, self.inst.slots // 4)
+        max_free = 30
+        sub_limit = 1.0
+        it = 0
+        last_report = 0.0
+        while not self.out_of_time():
+            it += 1
+            sub = self.neighbourhood(inc, n_nodes, width, max_free)
+            if sub is None:
+                width = min(self.inst.slots, width * 2)
+                continue
+            nm = self.build(sub)
+            limit = min(sub_limit, self.remaining())
+            status, solver = self.run_solver(nm, limit, self.opt.seed + it)
+            improved = False
+            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                found = nm.extract(solver)
+                before = sum(self.inst.jobs[j].value for j in sub.hint)
+                after = sum(self.inst.jobs[j].value for j in found)
+                ends_before = sum(p.end(self.inst) for p in sub.hint.values())
+                ends_after = sum(p.end(self.inst) for p in found.values())
+                if (after, -ends_after) >= (before - 1e-9, -ends_before) and (
+                    after > before + 1e-9 or ends_after <= ends_before
+                ):
+                    improved = after > before + 1e-9
+                    inc.replace(sub.jobs, found)
+            # Adapt: grow the neighbourhood when it is solved to optimality, shrink when not.
+            if status == cp_model.OPTIMAL:
+                n_nodes = min(n_nodes + 1, 64)
+                max_free = min(max_free + 4, 120)
+            else:
+                n_nodes = max(2, n_nodes - 1)
+                max_free = max(10, max_free - 4)
+            if improved:
+                self.write_log(
+                    f"lns {it:5d} {self.elapsed():8.2f}s pwo {inc.value():.3f} "
+                    f"(nodes {len(sub.nodes)}, free jobs {len(sub.jobs)}, {solver.status_name(status)})"
+                )
+            if improved or self.elapsed() - last_report > 1.0:
+                self.report(inc, bound)
+                last_report = self.elapsed()
+        self.write_log(f"lns: {it} subproblems in {self.elapsed():.1f}s")
+
+
+def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
+    options = options or SolveOptions()
+    log = open(options.log, "w") if options.log is not None else None  # noqa: SIM115
+    try:
+        search = CpsatSearch(instance, options, log)
+        with search.stopper.installed():
+            inc = search.initial()
+            lp = energy_bound(instance)
+            bound = lp.value
+            search.write_log(
+                f"energy LP bound {lp.value:.3f} ({lp.buckets} buckets, {lp.seconds:.2f}s)"
+            )
+            search.report(inc, bound)
+            optimal = inc.value() >= bound - 1e-9
+            if (
+                not optimal
+                and search.full_model_size() <= FULL_MODEL_MAX_INTERVALS
+                and not search.out_of_time()
+            ):
+                optimal, cp_bound = search.solve_full(inc, search.remaining() * FULL_MODEL_SHARE)
+                if cp_bound is not None:
+                    bound = min(bound, cp_bound)
+                    search.write_log(f"full model: bound {cp_bound:.3f}, pwo {inc.value():.3f}")
+                search.report(inc, bound)
+            if not optimal and inc.value() < bound - 1e-9:
+                search.lns(inc, bound)
+        value = inc.value()
+        status = "optimal" if value >= bound - 1e-6 * max(1.0, bound) else "feasible"
+        reasons = {
+            j.index: unscheduled_reason(instance, j.index, inc.placements, search.est[j.index])
+            for j in instance.jobs
+            if j.index not in inc.placements
+        }
+        return build_plan(
+            instance,
+            "cpsat",
+            list(inc.placements.values()),
+            search.layout,
+            reasons,
+            started=search.started,
+            status=status,
+            bound=max(bound, value) if status == "optimal" else bound,
+            build_seconds=round(search.build_seconds, 3),
+        )
+    finally:
+        if log is not None:
+            log.close()
