@@ -31,6 +31,11 @@ class Placement:
     def end(self, instance: Instance) -> int:
         return self.start + instance.jobs[self.job].durations[self.pool]
 
+    def earned(self, instance: Instance) -> float:
+        """The job's value when it ends on time, else 0 (a late job may still enable others)."""
+        job = instance.jobs[self.job]
+        return job.value if self.end(instance) <= job.latest_end(instance.slots) else 0.0
+
 
 def gpu_indices(
     instance: Instance, placements: Sequence[Placement]

@@ -50,6 +50,17 @@ def inherited_ranks(instance: Instance, rank: Callable[[Job], Rank]) -> list[Ran
     return ranks
 
 
+def earliest_end(grid: CapacityGrid, job: Job, t0: int, latest: int) -> Fit | None:
+    """The fit that ends earliest over the job's allowed pools (ties: first pool)."""
+    best: Fit | None = None
+    best_end = 0
+    for pool_idx, d in sorted(job.durations.items()):
+        fit = grid.earliest_in_pool(grid.instance.pools[pool_idx], job.gpus, d, t0, latest, "best")
+        if fit is not None and (best is None or fit.start + d < best_end):
+            best, best_end = fit, fit.start + d
+    return best
+
+
 def place_in_order(
     instance: Instance, layout: Layout, ranks: list[Rank]
 ) -> tuple[list[Placement], dict[int, str]]:
@@ -76,12 +87,10 @@ def place_in_order(
             continue
         t0 = max([job.release, *(placements[p].end(instance) for p in job.after)])
         latest = job.latest_end(instance.slots)
-        best: Fit | None = None
-        best_end = 0
-        for pool_idx, d in sorted(job.durations.items()):
-            fit = grid.earliest_in_pool(instance.pools[pool_idx], job.gpus, d, t0, latest, "best")
-            if fit is not None and (best is None or fit.start + d < best_end):
-                best, best_end = fit, fit.start + d
+        best = earliest_end(grid, job, t0, latest)
+        if best is None and successors[j]:
+            # Too late to earn its own value, but its successors may still earn theirs.
+            best = earliest_end(grid, job, t0, instance.slots)
         if best is None:
             until = (
                 "its deadline"
@@ -103,11 +112,7 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
     best: tuple[float, list[Placement], dict[int, str]] | None = None
     for rule in RULES.values():
         placements, reasons = place_in_order(instance, layout, inherited_ranks(instance, rule))
-        value = sum(
-            instance.jobs[p.job].value
-            for p in placements
-            if p.end(instance) <= instance.jobs[p.job].latest_end(instance.slots)
-        )
+        value = sum(p.earned(instance) for p in placements)
         if best is None or value > best[0] + 1e-9:
             best = (value, placements, reasons)
     assert best is not None

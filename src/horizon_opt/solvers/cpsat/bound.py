@@ -130,8 +130,8 @@ def energy_bound(instance: Instance) -> Bound:
                 vals += [1.0, -cap]
     for j in instance.jobs:
         for p in j.after:  # a job earns nothing unless its predecessors run
-            if not x_cols[j.index]:
-                continue
+            if not x_cols[j.index] or instance.jobs[p].latest_end(S) < S:
+                continue  # a predecessor with a deadline may run late, outside x
             r = new_row(0.0)
             for x in x_cols[j.index]:
                 rows.append(r)

@@ -9,8 +9,8 @@ an optional fixed-size interval with its own presence literal. A job of `gpus <=
 one node; a larger gang picks `gpus / G` whole nodes. Each node is a cumulative resource of
 capacity G whose leftover profile is carved out with fixed intervals, so any solution is
 placeable on concrete GPUs (see `assemble.gpu_indices`). Objective: the scaled value of the jobs
-that run (every job in the model ends on time by construction), minus the sum of their end
-slots as a tie-break that is scaled never to outweigh one unit of value.
+that end on time (a job may also run late, for no value, when a successor needs it), minus the
+sum of end slots as a tie-break that is scaled never to outweigh one unit of value.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Subproblem:
     nodes: list[int]  # candidate global node indices
     residual: IntArray  # [len(nodes), S] GPUs left for the free jobs
     earliest: dict[int, int]  # per free job: release, pushed past fixed predecessors
-    latest_end: dict[int, int]  # per free job: deadline/horizon, pulled before fixed successors
+    latest_end: dict[int, int]  # per free job: horizon end, pulled before fixed successors
     must_run: set[int] = field(default_factory=set)  # free jobs that a fixed successor needs
     hint: dict[int, Placement] = field(default_factory=dict)
 
@@ -65,6 +65,7 @@ class NodeModel:
         self.end: dict[int, cp_model.IntVar] = {}
         self.on_pool: dict[int, dict[int, cp_model.IntVar]] = {}
         self.on_node: dict[int, dict[int, cp_model.IntVar]] = {}
+        self.on_time: dict[int, list[cp_model.IntVar]] = {}  # literals whose sum is 1 when on time
         self.intervals: dict[int, list[tuple[cp_model.IntervalVar, int]]] = defaultdict(list)
         self._variables()
         self._node_choice()
@@ -117,6 +118,16 @@ class NodeModel:
             m.add(present <= 1)
             if j in self.sub.must_run:
                 m.add(present == 1)
+            due = job.latest_end(self.inst.slots)
+            if due >= hi:
+                self.on_time[j] = list(self.on_pool[j].values())
+            elif due - lo >= dmin:
+                o = m.new_bool_var(f"on_time[{job.id}]")
+                m.add(o <= present)
+                m.add(end <= due).only_enforce_if(o)
+                self.on_time[j] = [o]
+            else:
+                self.on_time[j] = []  # can only run late
 
     # -- constraints ---------------------------------------------------------------------------
 
@@ -172,9 +183,9 @@ class NodeModel:
         """max scale*value*present*M - sum(end), with M > the largest possible sum of ends."""
         self.tie_weight = 1 + sum(self.sub.latest_end[j] for j in self.on_pool)
         terms = []
-        for j, pools in self.on_pool.items():
+        for j, lits in self.on_time.items():
             coef = value_units(self.inst.jobs[j].value, self.scale) * self.tie_weight
-            terms += [coef * y for y in pools.values()]
+            terms += [coef * lit for lit in lits]
         ends = [self.end[j] for j in self.on_pool]
         self.model.maximize(sum(terms) - sum(ends))
 
@@ -194,6 +205,8 @@ class NodeModel:
             if ok and h is not None:
                 m.add_hint(self.start[j], h.start)
                 m.add_hint(self.end[j], h.end(self.inst))
+                if len(self.on_time[j]) == 1 and self.on_time[j][0] not in self.on_pool[j].values():
+                    m.add_hint(self.on_time[j][0], h.earned(self.inst) > 0)
             else:
                 m.add_hint(self.start[j], self.sub.earliest[j])
                 m.add_hint(self.end[j], self.sub.earliest[j])

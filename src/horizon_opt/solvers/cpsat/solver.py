@@ -72,11 +72,11 @@ class Incumbent:
             self._add(p, 1)
 
     def value(self) -> float:
-        return sum(self.instance.jobs[j].value for j in self.placements)
+        return sum(p.earned(self.instance) for p in self.placements.values())
 
 
 def placements_from_plan(instance: Instance, plan: Plan, free: IntArray) -> dict[int, Placement]:
-    """The on-time jobs of a plan that fit the elastic reservation, in start order."""
+    """The jobs of a plan that fit the elastic reservation and their dependencies, in start order."""
     inc = Incumbent(instance, free)
     for a in sorted(plan.assignments, key=lambda a: a.start):
         j = instance.job_index.get(a.job)
@@ -88,7 +88,7 @@ def placements_from_plan(instance: Instance, plan: Plan, free: IntArray) -> dict
         p = Placement(j, pool, a.start, nodes)
         ok = (
             job.release <= a.start
-            and p.end(instance) <= job.latest_end(instance.slots)
+            and p.end(instance) <= instance.slots
             and len(nodes) == (instance.pools[pool].nodes_needed(job.gpus) or 0)
             and all(instance.node_pool[n] == pool for n in nodes)
             and all(
@@ -246,7 +246,7 @@ class CpsatSearch:
             nodes=list(range(self.inst.num_nodes)),
             residual=self.layout.free.copy(),
             earliest={j: self.est[j] for j in jobs},
-            latest_end={j: self.inst.jobs[j].latest_end(self.inst.slots) for j in jobs},
+            latest_end=dict.fromkeys(jobs, self.inst.slots),
             hint=dict(inc.placements),
         )
 
@@ -260,7 +260,7 @@ class CpsatSearch:
         status, solver = self.run_solver(nm, limit, self.opt.seed, log_search=True)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             found = nm.extract(solver)
-            if sum(self.inst.jobs[j].value for j in found) >= inc.value() - 1e-9:
+            if sum(p.earned(self.inst) for p in found.values()) >= inc.value() - 1e-9:
                 inc.replace(list(inc.placements), found)
         if status == cp_model.INFEASIBLE or status == cp_model.MODEL_INVALID:
             raise RuntimeError(f"internal error: full model status {solver.status_name(status)}")
@@ -301,7 +301,7 @@ class CpsatSearch:
             if j.index not in inc.placements
             and pool.index in j.durations
             and self.est[j.index] < b
-            and j.latest_end(S) > a
+            and (j.latest_end(S) > a or self.successors[j.index])
             and all(q in inc.placements for q in j.after)
         ]
         self.rng.shuffle(waiting)
@@ -330,7 +330,7 @@ class CpsatSearch:
             for q in job.after:
                 if q not in free_set:
                     lo = max(lo, inc.placements[q].end(inst))
-            hi = job.latest_end(S)
+            hi = S
             for s in self.successors[j]:
                 if s not in free_set and s in inc.placements:
                     hi = min(hi, inc.placements[s].start)
@@ -358,8 +358,8 @@ class CpsatSearch:
             improved = False
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 found = nm.extract(solver)
-                before = sum(self.inst.jobs[j].value for j in sub.hint)
-                after = sum(self.inst.jobs[j].value for j in found)
+                before = sum(p.earned(self.inst) for p in sub.hint.values())
+                after = sum(p.earned(self.inst) for p in found.values())
                 ends_before = sum(p.end(self.inst) for p in sub.hint.values())
                 ends_after = sum(p.end(self.inst) for p in found.values())
                 if (after, -ends_after) >= (before - 1e-9, -ends_before) and (
