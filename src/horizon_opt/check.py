@@ -223,7 +223,7 @@ class _Checker:
             svc = next((s for s in inst.services if s.name == b.service), None)
             if svc is None or n is None or int(inst.node_pool[n]) != svc.pool:
                 continue  # reported in rule 5's pass over the blocks
-            if 0 <= b.start < b.end <= inst.slots:
+            if 0 <= b.start < b.end <= inst.slots and b.replicas >= 0:
                 totals[b.service][b.start : b.end] += b.replicas
         for s in inst.services:
             short = totals[s.name] < s.req

@@ -340,13 +340,16 @@ class _Compiler:
             if j.pools is not None and not j.pools:
                 self.error(f"{path}.pools", "must name at least one pool")
             items = [(name, j.duration, f"{path}.duration") for name in names]
+        parsed: dict[str, int | None] = {}  # a single value is parsed (and reported) once
         for k, (name, value, vpath) in enumerate(items):
             pool = by_name.get(name)
             if pool is None:
                 where = vpath if isinstance(j.duration, dict) else f"{path}.pools[{k}]"
                 self.error(where, f"unknown pool {name!r}")
                 continue
-            slots = self.duration(value, vpath)
+            if vpath not in parsed:
+                parsed[vpath] = self.duration(value, vpath)
+            slots = parsed[vpath]
             if slots is not None:
                 out[pool.index] = slots
         return out

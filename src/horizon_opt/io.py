@@ -19,9 +19,14 @@ from horizon_opt.spec import DemandCsv, InstanceSpec
 
 
 def format_location(loc: Sequence[int | str]) -> str:
-    """('jobs', 3, 'duration', 'h100') -> 'jobs[3].duration.h100'."""
+    """('jobs', 3, 'duration', 'h100') -> 'jobs[3].duration.h100'.
+
+    Union tags (spec.py writes them `<...>`) name a form of a field, not a field: left out.
+    """
     out = ""
     for part in loc:
+        if isinstance(part, str) and part.startswith("<") and part.endswith(">"):
+            continue
         if isinstance(part, int):
             out += f"[{part}]"
         else:

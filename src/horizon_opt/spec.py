@@ -10,7 +10,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PlainValidator,
+    Tag,
+)
 
 
 def _int_or_str(value: Any) -> int | str:
@@ -22,19 +31,24 @@ def _int_or_str(value: Any) -> int | str:
     return value
 
 
-def _duration(value: Any) -> int | str | dict[str, int | str]:
-    """One duration for every allowed pool, or a mapping pool -> duration."""
-    if isinstance(value, dict):
-        out: dict[str, int | str] = {}
-        for key, item in value.items():
-            try:
-                out[str(key)] = _int_or_str(item)
-            except ValueError as exc:
-                raise ValueError(f"{key}: {exc}") from None
-        if not out:
-            raise ValueError("needs at least one pool")
-        return out
-    return _int_or_str(value)
+def _pool_keys(value: Any) -> Any:
+    """Keys of a per-pool mapping are pool names (YAML reads a name like `100` as a number)."""
+    return {str(key): item for key, item in value.items()} if isinstance(value, dict) else value
+
+
+def _some_pool(value: dict[str, int | str]) -> dict[str, int | str]:
+    if not value:
+        raise ValueError("needs at least one pool")
+    return value
+
+
+def _mapping_or_other(value: Any) -> str:
+    """Discriminator: a mapping is validated as the mapping form, anything else as the other form.
+
+    Only one form is validated, so an error speaks about the form the user wrote. The tags are
+    written `<...>`: `io.format_location` leaves them out of field paths.
+    """
+    return "<mapping>" if isinstance(value, dict | BaseModel) else "<value>"
 
 
 def _timestamp(value: Any) -> datetime | None:
@@ -50,8 +64,14 @@ def _timestamp(value: Any) -> datetime | None:
 
 Time = Annotated[int | str, PlainValidator(_int_or_str, json_schema_input_type=int | str)]
 Duration = Annotated[
-    int | str | dict[str, int | str],
-    PlainValidator(_duration, json_schema_input_type=int | str | dict[str, int | str]),
+    Annotated[Time, Tag("<value>")]
+    | Annotated[
+        dict[str, Time],
+        BeforeValidator(_pool_keys),
+        AfterValidator(_some_pool),
+        Tag("<mapping>"),
+    ],
+    Discriminator(_mapping_or_other),
 ]
 Timestamp = Annotated[datetime | None, BeforeValidator(_timestamp)]
 Name = Annotated[str, Field(pattern=r"^[a-z0-9_-]+$")]
@@ -100,9 +120,11 @@ class ServiceSpec(_Model):
     pool: str
     gpus_per_replica: int = Field(ge=1)
     headroom: float = Field(default=0.0, ge=0.0)
-    demand: list[Annotated[float, Field(ge=0)]] | DemandCsv = Field(
-        description="Forecast replicas per slot (S numbers), or {csv, column}."
-    )
+    demand: Annotated[
+        Annotated[list[Annotated[float, Field(ge=0)]], Tag("<value>")]
+        | Annotated[DemandCsv, Tag("<mapping>")],
+        Discriminator(_mapping_or_other),
+    ] = Field(description="Forecast replicas per slot (S numbers), or {csv, column}.")
 
 
 class JobSpec(_Model):

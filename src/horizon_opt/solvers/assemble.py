@@ -40,7 +40,10 @@ class Placement:
 def gpu_indices(
     instance: Instance, placements: Sequence[Placement]
 ) -> dict[int, dict[int, list[int]]]:
-    """job -> node -> GPU indices, lowest free indices in start order on each node."""
+    """job -> node -> GPU indices, lowest free indices in start order on each node.
+
+    `placements` are in the order the solver placed them, which breaks ties of equal start.
+    """
     by_node: dict[int, list[Placement]] = defaultdict(list)
     for p in placements:
         for n in p.nodes:
@@ -49,7 +52,9 @@ def gpu_indices(
     for n, items in by_node.items():
         G = int(instance.node_gpus[n])
         busy_until = np.zeros(G, dtype=np.int64)  # slot at which each GPU index becomes free
-        for p in sorted(items, key=lambda q: (q.start, q.job)):
+        # Start order; ties in the order the solver placed the jobs (FIFO: the job taken first
+        # gets the lowest free indices).
+        for p in sorted(items, key=lambda q: q.start):
             gpus = instance.jobs[p.job].gpus
             want = gpus if len(p.nodes) == 1 else G
             free = np.flatnonzero(busy_until <= p.start)[:want]

@@ -6,6 +6,7 @@ This is the policy most clusters run today and the one the optimizer is measured
 
 from __future__ import annotations
 
+import heapq
 import time
 
 from horizon_opt.inference import elastic_layout, static_peak_layout
@@ -20,15 +21,30 @@ def release_order(instance: Instance) -> list[int]:
     """Jobs by release, ties in file order; a job never comes before a job it runs after.
 
     A predecessor with a later release than its successor holds the successor back: the
-    successor's effective release is the latest release along its chain of predecessors.
+    successor's effective release is the latest release along its chain of predecessors. Next
+    comes, among the jobs whose predecessors are all taken, the one with the earliest effective
+    release, then the first in the file: file order holds wherever the dependencies allow it.
     """
     eff: dict[int, int] = {}
-    depth: dict[int, int] = {}
     for j in topological_order(instance):
         job = instance.jobs[j]
         eff[j] = max([job.release, *(eff[p] for p in job.after)])
-        depth[j] = 1 + max((depth[p] for p in job.after), default=-1)
-    return sorted(eff, key=lambda j: (eff[j], depth[j], j))
+    waiting = [len(j.after) for j in instance.jobs]
+    successors: list[list[int]] = [[] for _ in instance.jobs]
+    for job in instance.jobs:
+        for p in job.after:
+            successors[p].append(job.index)
+    ready = [(eff[j.index], j.index) for j in instance.jobs if not j.after]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, j = heapq.heappop(ready)
+        order.append(j)
+        for s in successors[j]:
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                heapq.heappush(ready, (eff[s], s))
+    return order
 
 
 def solve(
