@@ -39,7 +39,9 @@ TROUGH = {
     "name": "trough",
     "horizon": {"slots": 6},
     "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 4}],
-    "services": [{"name": "chat", "pool": "p", "gpus_per_replica": 4, "demand": [2, 2, 0, 0, 2, 2]}],
+    "services": [
+        {"name": "chat", "pool": "p", "gpus_per_replica": 4, "demand": [2, 2, 0, 0, 2, 2]}
+    ],
     "jobs": [{"id": "a", "priority": 1, "gpus": 8, "duration": 2}],
 }
 
@@ -83,9 +85,30 @@ CHAIN = {
         {"name": "a100", "gpu_type": "A100", "nodes": 1, "gpus_per_node": 8},
     ],
     "jobs": [
-        {"id": "train", "kind": "training", "priority": 5, "gpus": 8, "duration": {"a100": 8, "h100": 4}},
-        {"id": "quant", "kind": "quantization", "priority": 3, "gpus": 1, "duration": 2, "after": ["train"], "deadline": 7},
-        {"id": "eval", "kind": "evaluation", "priority": 1, "gpus": 1, "duration": 1, "after": ["quant"]},
+        {
+            "id": "train",
+            "kind": "training",
+            "priority": 5,
+            "gpus": 8,
+            "duration": {"a100": 8, "h100": 4},
+        },
+        {
+            "id": "quant",
+            "kind": "quantization",
+            "priority": 3,
+            "gpus": 1,
+            "duration": 2,
+            "after": ["train"],
+            "deadline": 7,
+        },
+        {
+            "id": "eval",
+            "kind": "evaluation",
+            "priority": 1,
+            "gpus": 1,
+            "duration": 1,
+            "after": ["quant"],
+        },
     ],
 }
 
@@ -138,7 +161,9 @@ def small_instances(draw: st.DrawFn) -> dict[str, Any]:
     nodes = draw(st.integers(1, 3))
     pools = [{"name": "p", "gpu_type": "x", "nodes": nodes, "gpus_per_node": gpn}]
     if draw(st.booleans()):
-        pools.append({"name": "q", "gpu_type": "y", "nodes": draw(st.integers(1, 2)), "gpus_per_node": 4})
+        pools.append(
+            {"name": "q", "gpu_type": "y", "nodes": draw(st.integers(1, 2)), "gpus_per_node": 4}
+        )
     services = []
     if draw(st.booleans()):
         demand = draw(st.lists(st.integers(0, nodes), min_size=slots, max_size=slots))
@@ -153,7 +178,12 @@ def small_instances(draw: st.DrawFn) -> dict[str, Any]:
             "duration": {p["name"]: draw(st.integers(1, slots)) for p in pools},
             "release": draw(st.integers(0, slots - 1)),
         }
-        fits = [p for p in pools if gang <= p["gpus_per_node"] or (gang % p["gpus_per_node"] == 0 and gang // p["gpus_per_node"] <= p["nodes"])]
+        fits = [
+            p
+            for p in pools
+            if gang <= p["gpus_per_node"]
+            or (gang % p["gpus_per_node"] == 0 and gang // p["gpus_per_node"] <= p["nodes"])
+        ]
         if not fits:
             continue
         job["duration"] = {p["name"]: job["duration"][p["name"]] for p in fits}
@@ -162,7 +192,13 @@ def small_instances(draw: st.DrawFn) -> dict[str, Any]:
         if jobs and draw(st.booleans()):
             job["after"] = [draw(st.sampled_from(jobs))["id"]]
         jobs.append(job)
-    return {"name": "random", "horizon": {"slots": slots}, "pools": pools, "services": services, "jobs": jobs}
+    return {
+        "name": "random",
+        "horizon": {"slots": slots},
+        "pools": pools,
+        "services": services,
+        "jobs": jobs,
+    }
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -172,4 +208,6 @@ def test_property_random_instances(data: dict[str, Any]) -> None:
     plans = {s: solve_checked(inst, s) for s in ("fifo", "greedy", "cpsat")}
     best = max(plans["fifo"].objective, plans["greedy"].objective)
     assert plans["cpsat"].objective >= best - 1e-9
-    assert plans["cpsat"].bound is not None and plans["cpsat"].bound >= plans["cpsat"].objective - 1e-9
+    assert (
+        plans["cpsat"].bound is not None and plans["cpsat"].bound >= plans["cpsat"].objective - 1e-9
+    )

@@ -207,7 +207,8 @@ class _Checker:
                 continue
             used[n, b.start : b.end] += b.replicas * svc.gpus_per_replica
         over = used > inst.capacity
-        for n in np.flatnonzero(over.any(axis=1)):
+        for node in np.flatnonzero(over.any(axis=1)):
+            n = int(node)
             t = int(np.flatnonzero(over[n])[0])
             state = "up" if inst.up[n, t] else "down"
             self.report(

@@ -29,7 +29,8 @@ def first_fit(free: IntArray, gpus_per_replica: int, count: int) -> IntArray:
     """
     cap = free // gpus_per_replica
     before = np.cumsum(cap) - cap
-    return np.minimum(cap, np.maximum(0, count - before))
+    take: IntArray = np.minimum(cap, np.maximum(0, count - before))
+    return take
 
 
 def pack(
@@ -60,9 +61,6 @@ class Layout:
 
     replicas: tuple[IntArray, ...]  # per service: [nodes of its pool, S]
     free: IntArray  # [N, S] GPUs free for batch work (0 while a node is down)
-
-    def replicas_total(self, service: int) -> IntArray:
-        return self.replicas[service].sum(axis=0)
 
 
 def _layout(instance: Instance, targets: list[IntArray], file_order: bool) -> Layout:

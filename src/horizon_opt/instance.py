@@ -441,9 +441,9 @@ def topological_order(instance: Instance) -> list[int]:
     """Job indices such that every job comes after the jobs it runs after (file order otherwise)."""
     waiting = [len(j.after) for j in instance.jobs]
     successors: list[list[int]] = [[] for _ in instance.jobs]
-    for j in instance.jobs:
-        for p in j.after:
-            successors[p].append(j.index)
+    for job in instance.jobs:
+        for p in job.after:
+            successors[p].append(job.index)
     ready = [j.index for j in instance.jobs if not j.after]
     heapq.heapify(ready)
     order: list[int] = []

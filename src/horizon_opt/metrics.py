@@ -42,7 +42,7 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
     batch = 0.0
     pwo = 0.0
     waits: list[float] = []
-    by_kind = dict.fromkeys(JOB_KINDS, 0)
+    by_kind: dict[str, int] = dict.fromkeys(JOB_KINDS, 0)
     late = 0
     for a in plan.assignments:
         job = instance.jobs[instance.job_index[a.job]]

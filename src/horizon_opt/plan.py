@@ -46,7 +46,7 @@ class Unscheduled(_Model):
 
 
 class Plan(_Model):
-    format: Literal["horizon-opt.plan/1"] = PLAN_FORMAT
+    format: Literal["horizon-opt.plan/1"] = "horizon-opt.plan/1"
     instance: str
     solver: str
     status: Status

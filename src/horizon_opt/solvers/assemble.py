@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance
+from horizon_opt.instance import Instance, topological_order
 from horizon_opt.metrics import evaluate
 from horizon_opt.plan import Assignment, InferenceBlock, Plan, Status, Unscheduled
 
@@ -35,6 +35,19 @@ class Placement:
         """The job's value when it ends on time, else 0 (a late job may still enable others)."""
         job = instance.jobs[self.job]
         return job.value if self.end(instance) <= job.latest_end(instance.slots) else 0.0
+
+
+def drop_idle_late(instance: Instance, placements: Sequence[Placement]) -> list[Placement]:
+    """Remove late jobs (no value) that no scheduled job runs after: they only burn GPUs."""
+    placed = {p.job: p for p in placements}
+    for j in reversed(topological_order(instance)):
+        p = placed.get(j)
+        if p is None or p.earned(instance) > 0:
+            continue
+        needed = any(j in instance.jobs[q].after for q in placed)
+        if not needed:
+            del placed[j]
+    return list(placed.values())
 
 
 def gpu_indices(

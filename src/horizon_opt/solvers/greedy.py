@@ -22,7 +22,7 @@ from collections.abc import Callable
 from horizon_opt.inference import Layout, elastic_layout
 from horizon_opt.instance import Instance, Job, topological_order
 from horizon_opt.plan import Plan
-from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 from horizon_opt.solvers.options import SolveOptions
 
@@ -112,6 +112,13 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
     best: tuple[float, list[Placement], dict[int, str]] | None = None
     for rule in RULES.values():
         placements, reasons = place_in_order(instance, layout, inherited_ranks(instance, rule))
+        placements = drop_idle_late(instance, placements)
+        kept = {p.job for p in placements}
+        for j in instance.jobs:
+            if j.index not in kept and j.index not in reasons:
+                reasons[j.index] = (
+                    "cannot end by its deadline, and no job that runs after it could be scheduled"
+                )
         value = sum(p.earned(instance) for p in placements)
         if best is None or value > best[0] + 1e-9:
             best = (value, placements, reasons)

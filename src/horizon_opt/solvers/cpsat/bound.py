@@ -183,7 +183,7 @@ def _solve_certified(
     lp.a_matrix_.index_ = rows.astype(np.int32)
     lp.a_matrix_.value_ = vals.astype(np.float64)
     with _quiet_stdout():  # highspy prints a banner to fd 1 when constructed
-        h = highspy.Highs()
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     h.passModel(lp)

@@ -40,8 +40,7 @@ class Subproblem:
 
 def value_scale(instance: Instance) -> int:
     """Smallest power of ten (<= 10^6) that makes every job value an integer."""
-    for k in range(7):
-        scale = 10**k
+    for scale in (1, 10, 100, 1_000, 10_000, 100_000):
         if all(abs(j.value * scale - round(j.value * scale)) < 1e-6 for j in instance.jobs):
             return scale
     return 10**6
@@ -231,4 +230,4 @@ class NodeModel:
         is an integer, so units <= floor((objective bound + sum(latest_end)) / M).
         """
         ends_max = sum(self.sub.latest_end[j] for j in self.on_pool)
-        return (math.floor(solver.best_objective_bound) + ends_max) // self.tie_weight
+        return int((math.floor(solver.best_objective_bound) + ends_max) // self.tie_weight)

@@ -18,16 +18,16 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from horizon_opt.inference import IntArray, Layout, elastic_layout
 from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers import fifo, greedy
-from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
 from horizon_opt.solvers.cpsat.bound import earliest_starts, energy_bound
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale
 from horizon_opt.solvers.options import Progress, SolveOptions
@@ -203,7 +203,7 @@ class CpsatSearch:
 
     def run_solver(
         self, nm: NodeModel, limit: float, seed: int, log_search: bool = False
-    ) -> tuple[int, cp_model.CpSolver]:
+    ) -> tuple[Any, cp_model.CpSolver]:
         solver = cp_model.CpSolver()
         params = solver.parameters
         params.num_workers = self.opt.workers
@@ -411,8 +411,12 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
                 search.report(inc, bound)
             if not optimal and inc.value() < bound - 1e-9:
                 search.lns(inc, bound)
+        inc.replace(
+            list(inc.placements),
+            {p.job: p for p in drop_idle_late(instance, list(inc.placements.values()))},
+        )
         value = inc.value()
-        status = "optimal" if value >= bound - 1e-6 * max(1.0, bound) else "feasible"
+        status: Status = "optimal" if value >= bound - 1e-6 * max(1.0, bound) else "feasible"
         reasons = {
             j.index: unscheduled_reason(instance, j.index, inc.placements, search.est[j.index])
             for j in instance.jobs
