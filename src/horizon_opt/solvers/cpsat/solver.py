@@ -32,7 +32,7 @@ from horizon_opt.solvers.cpsat.bound import earliest_starts, energy_bound
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale
 from horizon_opt.solvers.options import Progress, SolveOptions
 
-FULL_MODEL_MAX_INTERVALS = 20_000  # above this, go straight to LNS
+FULL_MODEL_MAX_INTERVALS = 4_000  # above this, LNS only: the full model stalls on medium instances
 FULL_MODEL_SHARE = 0.5  # of the time limit, when the instance is not proven optimal first
 DETERMINISTIC_PER_SECOND = 1.0  # deterministic-time budget per second of --time-limit (workers=1)
 
