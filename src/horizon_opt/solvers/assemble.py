@@ -84,24 +84,27 @@ def inference_blocks(instance: Instance, layout: Layout) -> list[InferenceBlock]
     """Run-length encode each (service, node) replica series into constant blocks."""
     blocks: list[InferenceBlock] = []
     for s in instance.services:
-        pool = instance.pools[s.pool]
-        for row, series in enumerate(layout.replicas[s.index]):
-            if not series.any():
-                continue
-            cuts = np.flatnonzero(np.diff(series)) + 1
-            starts = np.r_[0, cuts]
-            ends = np.r_[cuts, instance.slots]
-            for a, b in zip(starts, ends, strict=True):
-                if series[a] > 0:
-                    blocks.append(
-                        InferenceBlock(
-                            service=s.name,
-                            node=instance.node_names[pool.first_node + row],
-                            start=int(a),
-                            end=int(b),
-                            replicas=int(series[a]),
-                        )
+        first = instance.pools[s.pool].first_node
+        reps = layout.replicas[s.index]
+        # A block starts where a node's count changes (or at slot 0) and ends at the next change.
+        change = np.ones_like(reps, dtype=bool)
+        change[:, 1:] = reps[:, 1:] != reps[:, :-1]
+        rows, starts = np.nonzero(change)
+        ends = np.r_[starts[1:], 0]
+        ends[np.r_[rows[1:] != rows[:-1], True]] = instance.slots
+        for row, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist(), strict=True):
+            count = int(reps[row, a])
+            if count > 0:
+                # Built from validated data: skip pydantic's validation on this hot path.
+                blocks.append(
+                    InferenceBlock.model_construct(
+                        service=s.name,
+                        node=instance.node_names[first + row],
+                        start=a,
+                        end=b,
+                        replicas=count,
                     )
+                )
     return blocks
 
 

@@ -7,8 +7,7 @@ the order's secondary rule. Each job takes the placement that ends earliest amon
 and end on time (tightest node first), or stays unscheduled. A predecessor inherits the rank of
 its most urgent successor, so a valuable job is not starved by a cheap job it must run after.
 
-Several secondary rules are tried (large jobs first, deadlines first, earliest deadline first,
-release order) and the plan with the highest pwo is kept: each pass is cheap, and which rule
+Several secondary rules are tried (large jobs first, deadlines first, release order) and the plan with the highest pwo is kept: each pass is cheap, and which rule
 packs best depends on the instance.
 """
 
@@ -36,7 +35,6 @@ def _deadline(job: Job) -> float:
 RULES: dict[str, Callable[[Job], Rank]] = {
     "priority, large first": lambda j: (-j.priority, -j.work_hours, _deadline(j), j.index),
     "priority, deadline first": lambda j: (-j.priority, _deadline(j), -j.work_hours, j.index),
-    "earliest deadline first": lambda j: (_deadline(j), -j.priority, -j.work_hours, j.index),
     "priority, release order": lambda j: (-j.priority, j.release, j.index),
 }
 
@@ -51,12 +49,17 @@ def inherited_ranks(instance: Instance, rank: Callable[[Job], Rank]) -> list[Ran
 
 
 def earliest_end(grid: CapacityGrid, job: Job, t0: int, latest: int) -> Fit | None:
-    """The fit that ends earliest over the job's allowed pools (ties: first pool)."""
+    """The fit that ends earliest over the job's allowed pools (ties: fastest pool, then first).
+
+    Pools are searched fastest first, and a slower pool only for an end strictly earlier than the
+    best so far, which keeps its search window short.
+    """
     best: Fit | None = None
-    best_end = 0
-    for pool_idx, d in sorted(job.durations.items()):
-        fit = grid.earliest_in_pool(grid.instance.pools[pool_idx], job.gpus, d, t0, latest, "best")
-        if fit is not None and (best is None or fit.start + d < best_end):
+    best_end = latest + 1
+    for pool_idx, d in sorted(job.durations.items(), key=lambda item: (item[1], item[0])):
+        limit = min(latest, best_end - 1)
+        fit = grid.earliest_in_pool(grid.instance.pools[pool_idx], job.gpus, d, t0, limit, "best")
+        if fit is not None:
             best, best_end = fit, fit.start + d
     return best
 

@@ -26,9 +26,29 @@ class Fit:
 
 
 class CapacityGrid:
+    """Free GPUs that only ever decrease, so a failed search proves later, harder ones fail too."""
+
     def __init__(self, instance: Instance, free: IntArray) -> None:
         self.instance = instance
         self.free = free.astype(np.int64).copy()  # [N, S], mutated as jobs are placed
+        # per pool: (GPUs per node, nodes) -> Pareto front of (duration, t0, latest_end) that failed
+        self.failed: list[dict[tuple[int, int], list[tuple[int, int, int]]]] = [
+            {} for _ in instance.pools
+        ]
+
+    def _known_to_fail(self, pool: int, need: int, k: int, d: int, t0: int, latest: int) -> bool:
+        for (n, kk), rows in self.failed[pool].items():
+            if n <= need and kk <= k:
+                for dd, tt, ll in rows:
+                    if dd <= d and tt <= t0 and ll >= latest:
+                        return True
+        return False
+
+    def _remember_failure(self, pool: int, need: int, k: int, d: int, t0: int, latest: int) -> None:
+        rows = self.failed[pool].setdefault((need, k), [])
+        # Keep only the Pareto front: drop rows the new failure makes redundant.
+        rows[:] = [r for r in rows if not (d <= r[0] and t0 <= r[1] and latest >= r[2])]
+        rows.append((d, t0, latest))
 
     def earliest_in_pool(
         self, pool: Pool, gpus: int, duration: int, t0: int, latest_end: int, choice: NodeChoice
@@ -38,6 +58,8 @@ class CapacityGrid:
         if k is None:
             return None
         need = gpus if k == 1 else pool.gpus_per_node
+        if self._known_to_fail(pool.index, need, k, duration, t0, latest_end):
+            return None
         rows = self.free[pool.first_node : pool.first_node + pool.nodes]
         s = max(t0, 0)
         while s + duration <= latest_end:
@@ -50,10 +72,11 @@ class CapacityGrid:
                     fits = fits[np.argsort(low[fits], kind="stable")]
                 chosen = tuple(int(pool.first_node + n) for n in fits[:k])
                 return Fit(pool.index, s, chosen)
-            bad = window < need
-            last_bad = duration - 1 - np.argmax(bad[:, ::-1], axis=1)
-            next_start = np.where(bad.any(axis=1), s + last_bad + 1, s)
-            s = int(np.partition(next_start, k - 1)[k - 1])
+            # A node can next fit just past the last slot of this window where it is too full.
+            last_bad = duration - np.argmax(window[:, ::-1] < need, axis=1)
+            next_start = np.where(low < need, s + last_bad, s)
+            s = int(next_start.min() if k == 1 else np.partition(next_start, k - 1)[k - 1])
+        self._remember_failure(pool.index, need, k, duration, t0, latest_end)
         return None
 
     def occupy(self, fit: Fit, gpus: int, duration: int) -> None:
