@@ -16,6 +16,7 @@ import contextlib
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -304,10 +305,14 @@ class CpsatSearch:
             and (j.latest_end(S) > a or self.successors[j.index])
             and all(q in inc.placements for q in j.after)
         ]
-        self.rng.shuffle(waiting)
-        waiting.sort(key=lambda j: -inst.jobs[j].value)
-        room = max(4, max_free - len(free_jobs))
-        free_jobs += waiting[:room]
+        room = min(len(waiting), max(4, max_free - len(free_jobs)))
+        if room:
+            # Sample by value: the most valuable waiting jobs are tried most often, not always.
+            weights = np.array([inst.jobs[j].value for j in waiting])
+            picks = self.rng.choice(
+                len(waiting), size=room, replace=False, p=weights / weights.sum()
+            )
+            free_jobs += [waiting[int(i)] for i in picks]
         free_set = set(free_jobs)
         if not free_jobs:
             return None
@@ -346,6 +351,7 @@ class CpsatSearch:
         sub_limit = 1.0
         it = 0
         last_report = 0.0
+        outcomes: Counter[str] = Counter()
         while not self.out_of_time():
             it += 1
             sub = self.neighbourhood(inc, n_nodes, width, max_free)
@@ -356,16 +362,15 @@ class CpsatSearch:
             limit = min(sub_limit, self.remaining())
             status, solver = self.run_solver(nm, limit, self.opt.seed + it)
             improved = False
+            outcomes[solver.status_name(status)] += 1
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 found = nm.extract(solver)
                 before = sum(p.earned(self.inst) for p in sub.hint.values())
                 after = sum(p.earned(self.inst) for p in found.values())
                 ends_before = sum(p.end(self.inst) for p in sub.hint.values())
                 ends_after = sum(p.end(self.inst) for p in found.values())
-                if (after, -ends_after) >= (before - 1e-9, -ends_before) and (
-                    after > before + 1e-9 or ends_after <= ends_before
-                ):
-                    improved = after > before + 1e-9
+                improved = after > before + 1e-9
+                if improved or (after >= before - 1e-9 and ends_after <= ends_before):
                     inc.replace(sub.jobs, found)
             # Adapt: grow the neighbourhood when it is solved to optimality, shrink when not.
             if status == cp_model.OPTIMAL:
@@ -375,6 +380,7 @@ class CpsatSearch:
                 n_nodes = max(2, n_nodes - 1)
                 max_free = max(10, max_free - 4)
             if improved:
+                outcomes["improved"] += 1
                 self.write_log(
                     f"lns {it:5d} {self.elapsed():8.2f}s pwo {inc.value():.3f} "
                     f"(nodes {len(sub.nodes)}, free jobs {len(sub.jobs)}, {solver.status_name(status)})"
@@ -382,7 +388,10 @@ class CpsatSearch:
             if improved or self.elapsed() - last_report > 1.0:
                 self.report(inc, bound)
                 last_report = self.elapsed()
-        self.write_log(f"lns: {it} subproblems in {self.elapsed():.1f}s")
+        self.write_log(
+            f"lns: {it} subproblems in {self.elapsed():.1f}s ({dict(outcomes)}), "
+            f"model building {self.build_seconds:.1f}s"
+        )
 
 
 def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
