@@ -128,6 +128,7 @@ class _Stopper:
 
     def __init__(self) -> None:
         self.stopped = False
+        self.active = False
         self.solver: cp_model.CpSolver | None = None
 
     def __call__(self, signum: int, frame: object) -> None:
@@ -141,10 +142,25 @@ class _Stopper:
             yield self
             return
         previous = signal.signal(signal.SIGINT, self)
+        self.active = True
         try:
             yield self
         finally:
+            self.active = False
             signal.signal(signal.SIGINT, previous)
+
+    def run(self, solver: cp_model.CpSolver, model: cp_model.CpModel) -> Any:
+        """Solve; with the handler installed, in a thread, so that the main thread stays free to
+        take Ctrl-C and stop the search at once (Python runs signal handlers only between
+        bytecodes, never inside a long native call)."""
+        if not self.active:
+            return solver.solve(model)
+        result: list[Any] = []
+        worker = threading.Thread(target=lambda: result.append(solver.solve(model)), daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+        return result[0]
 
 
 class CpsatSearch:
@@ -219,8 +235,9 @@ class CpsatSearch:
             params.log_search_progress = True
             params.log_to_stdout = False
             solver.log_callback = self.write_log
+        params.catch_sigint_signal = False  # Ctrl-C is ours: it keeps the best plan (see _Stopper)
         self.stopper.solver = solver
-        status = solver.solve(nm.model)
+        status = self.stopper.run(solver, nm.model)
         self.stopper.solver = None
         self.det_used += solver.deterministic_time
         return status, solver
