@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TIME_LIMIT ?= 20
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install clean bench bench-smoke bench-instances
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,24 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Benchmarks (benchmarks/README.md): the full suite, a quick smoke run, the committed instance set.
+JOBS ?= 2
+BENCH_FAMILIES := enterprise hetero deadline trace
+
+bench: $(STAMP)
+	$(BIN)/horizon-opt bench benchmarks/suite.yaml --jobs $(JOBS)
+
+bench-smoke: $(STAMP)
+	$(BIN)/horizon-opt bench benchmarks/smoke.yaml --jobs 1
+
+bench-instances: $(STAMP)
+	for f in $(BENCH_FAMILIES); do \
+	  for s in 0 1 2; do for z in small medium; do \
+	    $(BIN)/horizon-opt generate $$f --size $$z --seed $$s -o instances/bench/$$f-$$z-s$$s.yaml || exit 1; \
+	  done; done; \
+	  $(BIN)/horizon-opt generate $$f --size large --seed 0 -o instances/bench/$$f-large-s0.yaml || exit 1; \
+	done
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

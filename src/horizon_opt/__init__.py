@@ -2,6 +2,14 @@
 
 from horizon_opt.check import Violation, check
 from horizon_opt.errors import InputError, InstanceError, PlanError
+from horizon_opt.export import (
+    plot_gantt,
+    plot_utilization,
+    read_csv,
+    read_inference_csv,
+    write_csv,
+    write_report,
+)
 from horizon_opt.instance import Instance, compile_instance
 from horizon_opt.io import load_instance
 from horizon_opt.metrics import Metrics, evaluate
@@ -26,5 +34,11 @@ __all__ = [
     "compile_instance",
     "evaluate",
     "load_instance",
+    "plot_gantt",
+    "plot_utilization",
+    "read_csv",
+    "read_inference_csv",
     "solve",
+    "write_csv",
+    "write_report",
 ]

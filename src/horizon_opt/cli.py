@@ -185,6 +185,12 @@ def compare_cmd(
     seed: Seed = 0,
     log: Log = None,
     hint: Hint = None,
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report/--no-report", help="Write report.html (charts, tables) into the folder."
+        ),
+    ] = True,
 ) -> None:
     """Run several solvers on one instance and print their results side by side."""
     names = [s.strip() for s in solvers.split(",") if s.strip()]
@@ -204,9 +210,231 @@ def compare_cmd(
         plan.write(folder / f"{plan.solver}.json")
     typer.echo(format_comparison(inst, plans))
     typer.echo(f"\nplans written to {folder}/")
+    if report:
+        from horizon_opt.export import write_report
+
+        typer.echo(f"report written to {write_report(inst, plans, folder / 'report.html')}")
+
+
+EXPORT_FORMATS = ("csv", "gantt", "utilization")
+
+
+@app.command("export")
+def export_cmd(
+    plan_file: Annotated[
+        Path, typer.Argument(metavar="PLAN", help="Plan file (JSON).", show_default=False)
+    ],
+    instance: Annotated[
+        Path,
+        typer.Option(
+            "--instance", "-i", help="The plan's instance file (YAML).", show_default=False
+        ),
+    ],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="csv, gantt or utilization (charts: PNG or SVG by -o).",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output", "-o", help="File to write (.csv, .png or .svg).", show_default=False
+        ),
+    ],
+) -> None:
+    """Export a plan: CSV tables (assignments + inference blocks), a Gantt or a utilization chart."""
+    from horizon_opt.export import ensure_plan_fits, write_chart, write_csv
+
+    suffix = output.suffix.lower()
+    with _input_errors():
+        if fmt not in EXPORT_FORMATS:
+            raise InputError(
+                [f"--format: unknown format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}"]
+            )
+        wanted = (".csv",) if fmt == "csv" else (".png", ".svg")
+        if suffix not in wanted:
+            raise InputError(
+                [
+                    f"--output: {fmt} needs a file name ending in {' or '.join(wanted)}, "
+                    f"got {output.name!r}"
+                ]
+            )
+        inst = load_instance(instance)
+        plan = Plan.read(plan_file)
+        ensure_plan_fits(inst, plan, source=str(plan_file))
+        try:
+            if fmt == "csv":
+                first, second = write_csv(inst, plan, output)
+                message = (
+                    f"wrote {first} ({len(plan.assignments)} assignments) and "
+                    f"{second} ({len(plan.inference)} inference blocks)"
+                )
+            else:
+                path = (
+                    write_chart(inst, plan, "gantt", output)
+                    if fmt == "gantt"
+                    else write_chart(inst, plan, "utilization", output)
+                )
+                what = "Gantt" if fmt == "gantt" else "utilization"
+                message = f"wrote {path} ({what} chart of the {plan.solver} plan for {inst.name})"
+        except OSError as exc:
+            raise InputError([f"--output: cannot write {str(output)!r}: {exc.strerror}"]) from None
+    typer.echo(message)
+
+
+@app.command("report")
+def report_cmd(
+    instance: InstanceArg,
+    plan_files: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="PLAN",
+            help="Plan files (JSON); the first is the reference.",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the report (HTML).")
+    ] = Path("report.html"),
+) -> None:
+    """Write one self-contained HTML report: instance, plans side by side, charts, waits."""
+    from horizon_opt.export import ensure_plan_fits, write_report
+
+    with _input_errors():
+        inst = load_instance(instance)
+        plans = [Plan.read(f) for f in plan_files]
+        for f, plan in zip(plan_files, plans, strict=True):
+            ensure_plan_fits(inst, plan, source=str(f))
+        solvers = [p.solver for p in plans]
+        stems = [f.stem for f in plan_files]
+        if len(set(solvers)) == len(solvers):
+            labels = solvers
+        elif len(set(stems)) == len(stems):
+            labels = stems
+        else:
+            labels = [f"{s} ({f})" for s, f in zip(solvers, plan_files, strict=True)]
+        try:
+            path = write_report(inst, plans, output, labels=labels)
+        except OSError as exc:
+            raise InputError([f"--output: cannot write {str(output)!r}: {exc.strerror}"]) from None
+    size = path.stat().st_size
+    typer.echo(f"report written to {path} ({len(plans)} plan(s), {size / 1e6:.1f} MB)")
 
 
 @app.command("schema")
 def schema_cmd() -> None:
     """Print the JSON Schema of the instance format (for editor validation of YAML files)."""
     typer.echo(json.dumps(InstanceSpec.model_json_schema(), indent=2))
+
+
+@app.command("generate")
+def generate_cmd(
+    family: Annotated[
+        str,
+        typer.Argument(
+            metavar="FAMILY", help="enterprise, hetero, deadline or trace.", show_default=False
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output", "-o", help="Where to write the instance (YAML).", show_default=False
+        ),
+    ],
+    size: Annotated[str, typer.Option(help="small, medium, large or xl.")] = "small",
+    seed: Annotated[int, typer.Option(help="Random seed: the same seed writes the same file.")] = 0,
+    traces: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder of the trace CSVs (family trace). Default: $HORIZON_OPT_TRACES, "
+            "else ../shared/traces beside the repository.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Write a seeded benchmark instance of a family and size (same seed, same file)."""
+    from horizon_opt.generate import GeneratorError, generate_file
+
+    with _input_errors():
+        try:
+            data = generate_file(family, size, seed, output, traces=traces)
+        except GeneratorError as exc:
+            raise InputError([str(exc)]) from None
+        except OSError as exc:
+            raise InputError([f"--output: cannot write {str(output)!r}: {exc.strerror}"]) from None
+    nodes = sum(p["nodes"] for p in data["pools"])
+    typer.echo(
+        f"{data['name']}: {len(data['jobs'])} jobs, {nodes} nodes, "
+        f"{data['horizon']['slots']} slots, {len(data['services'])} services; written to {output}"
+    )
+
+
+@app.command("bench")
+def bench_cmd(
+    suite_file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="SUITE",
+            help="Suite file (YAML): instances, solvers, time limits.",
+            show_default=False,
+        ),
+    ],
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Runs at once, each in its own process.", min=1)
+    ] = 2,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Output folder. Default: results/<suite name> beside the suite file.",
+            show_default=False,
+        ),
+    ] = None,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            help="Run only the instances whose name contains this text.", show_default=False
+        ),
+    ] = None,
+    traces: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder of the trace CSVs, for generated trace instances.", show_default=False
+        ),
+    ] = None,
+    charts: Annotated[bool, typer.Option(help="Write the PNG charts.")] = True,
+    summary_only: Annotated[
+        bool,
+        typer.Option(help="Rewrite summary.md and the charts from OUT/results.csv; run nothing."),
+    ] = False,
+) -> None:
+    """Run every (instance, solver) pair of a suite in guarded worker processes; write
+    results.csv, summary.md, the plans and charts. Exit 1 when a run failed or a plan is invalid."""
+    from horizon_opt import bench
+
+    with _input_errors():
+        suite = bench.load_suite(suite_file)
+        folder = out if out is not None else suite_file.parent / "results" / suite_file.stem
+        if summary_only:
+            results = folder / "results.csv"
+            if not results.is_file():
+                raise InputError([f"--summary-only: no {results}; run the suite first"])
+            rows = bench.read_csv(results)
+            files = bench.write_reports(rows, folder, suite=suite, charts=charts)
+        else:
+            try:
+                result = bench.run_suite(
+                    suite, folder, jobs=jobs, traces=traces, only=only, charts=charts
+                )
+            except bench.Interrupted as stop:
+                done = len(stop.result.rows)
+                typer.echo(f"interrupted: {done} finished run(s) written to {folder}/", err=True)
+                raise typer.Exit(130) from None
+            rows, files = result.rows, result.files
+    typer.echo((folder / "summary.md").read_text())
+    typer.echo("written: " + ", ".join(str(f) for f in files) + f", {folder / 'plans'}/")
+    if not all(bench.ok(r) for r in rows):
+        raise typer.Exit(1)

@@ -17,7 +17,18 @@ Sizes (cluster shape, queue length, horizon) are one table, `SIZES`, shared by e
 Small and medium use 30-minute slots so that their short horizons still resolve the daily cycle
 and hour-long jobs; large and xl use 60-minute slots to keep the grid (nodes x slots) small.
 
-Families are small functions in the `FAMILIES` registry, `(name, size, rng) -> dict`.
+Families are small functions in the `FAMILIES` registry, `(name, size, rng, *, traces) -> dict`
+(`traces` matters to `trace` only). `generate_file(family, size, seed, path)` writes the YAML with
+the family's notes (the trace attribution) as comments; `horizon-opt generate` calls it.
+
+| family       | what it models                                   | inference peak | batch load |
+| ------------ | ------------------------------------------------ | -------------- | ---------- |
+| `enterprise` | inference-heavy company cluster                  | 48% of GPUs    | 2.0x       |
+| `hetero`     | three GPU generations, per-job speeds and pools  | 35%            | 2.0x       |
+| `deadline`   | most jobs due, tight or loose                    | 40%            | 1.5x       |
+| `trace`      | real jobs and demand shape from public traces    | 48%            | as traced  |
+
+Batch load = sum of gpus x duration on each job's fastest pool / GPU-hours left by inference.
 
 Family `enterprise`: an inference-heavy company cluster.
 
@@ -49,16 +60,76 @@ Family `enterprise`: an inference-heavy company cluster.
   of the horizon on their fastest pool) are scaled so that the batch load, the sum of gpus x
   duration on each job's fastest pool, is about twice the GPU-hours that inference leaves free
   (available GPU-hours minus the per-slot reservation `req x gpus_per_replica`).
+
+Family `hetero`: a cluster that kept its older GPUs, so where a job runs changes how long it takes.
+
+- Pools: three generations, h100 (H100-80GB-SXM), a100 (A100-80GB-SXM) and v100 (V100-32GB-SXM2).
+  Sizes with three pools keep the table's node counts with v100 in place of l40s; small's 4 nodes
+  become h100 2, a100 1, v100 1 (same 32 GPUs).
+- Per-type durations: each job draws two slowdowns against h100 in [1.5, 3]; the smaller is its
+  a100 factor, the larger its v100 factor (so a job is 1.5-3x slower on an older type, and how much
+  depends on the job: memory-bound jobs gain little from a newer GPU).
+- Per-job allowed pools: gangs of 16+ GPUs and 8+-GPU batch inference never on v100 (the model does
+  not fit in 32 GB); 40% of quantization jobs (FP8) h100-only; 10% of jobs cannot use h100 (legacy
+  container image without Hopper support); 8% pinned to one pool (data locality, a team's quota);
+  a pool where the job would take more than 80% of the horizon is left out, as in enterprise.
+- Everything else as in enterprise (job mix, dependencies, priorities, releases, a third with
+  deadlines, batch load 2x), with lighter inference: forecast peak at 35% of the GPUs.
+
+Family `deadline`: most jobs are due, so a plan's value depends on when jobs run, not only which.
+
+- Cluster, inference (peak at 40% of the GPUs), outages, job mix, dependencies and releases as in
+  enterprise; batch load 1.5x (the deadlines, not the queue length, make it hard).
+- Deadlines on 85% of the jobs, measured from the earliest possible end along the job's chain
+  (`after:` jobs run at once): 45% tight, slack 10-50% of the chain's length, and urgent (priority
+  raised to at least a draw from 5-10); 40% loose, slack 100-300%, moved down to the last 18:00 UTC
+  (end of a working day) that still leaves the earliest end on time. Capped at the horizon.
+
+Family `trace`: jobs and inference shape drawn from two public traces (`../shared/traces/`).
+
+- Jobs: `size.jobs` consecutive jobs of `jobs_msitp_cluster02.csv` from a seeded position,
+  skipping jobs whose gang the cluster cannot place (e.g. 64 GPUs on small). Gang sizes are real.
+  Run times are real, taken as the run time on h100 (the trace has no GPU type), capped at 40% of
+  the horizon and rounded to slots (at least one); a100 is 1.5-2x and l40s 2-3x slower, drawn per
+  job as in enterprise. Arrivals are real: times since the first chosen job, kept as they are when
+  they fit in the first 60% of the horizon, else compressed linearly into it (order, bursts and
+  lulls kept; the rate raised).
+- Not in the trace, filled in: priority from enterprise's distribution (1-10, skewed low); kind
+  from gang size and run time (8+ GPUs or 4+ h: training; under 1 h: evaluation; else batch
+  inference); allowed pools by enterprise's rules (multi-node training not on l40s, 12% h100-only,
+  5% a100-only); deadlines on a third of the jobs, as in enterprise. No dependencies (none in the
+  trace), so no quantization jobs.
+- Inference: the enterprise services (pools, replica sizes, peak at 48% of the GPUs, headroom 0.1),
+  but each demand series is the request rate of one ServeGen model (service k: `m-mid`, `m-small`,
+  `deepseek-r1`, in turn) from a seeded day of `inference_servegen.csv`, from 00:00, wrapping
+  around at the trace's end; collection gaps (`gap` = 1) are interpolated; 10-minute windows are
+  averaged per slot. The per-replica throughput is chosen so that the series' maximum needs the
+  service's peak replicas: the shape (daily cycle, bursts, peak/trough) is the trace's, the level
+  is the cluster's.
+- Load is whatever the real jobs bring: usually well under the synthetic families' (batch load
+  over seeds 0-9: small median 0.8, medium 0.4, large 0.2), so this family shows gains when the
+  queue is not overfull.
+- The CSVs are not in the repository: `generate(..., traces=DIR)`, `--traces DIR`, the
+  `HORIZON_OPT_TRACES` variable, or by default `../shared/traces` beside the repository root.
+  Instances written from them are self-contained YAML (demand inline), with this attribution:
+
+  Jobs: Microsoft ITP cluster02 trace, 2021 (used by ElasticFlow, ASPLOS 2023), from
+  microsoft/elasticflow-traces, commit 277ed24d0e908c31a1c98145819e2e3853d8ac00, MIT licence,
+  Copyright (c) Microsoft Corporation. Inference demand shape: Alibaba Model Studio ServeGen
+  trace, 2025, from alibaba/ServeGen, commit f891d1189eb32b3868dfc443800c4150548c282a, Apache-2.0.
 """
 
 from __future__ import annotations
 
+import csv
+import functools
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -69,7 +140,9 @@ from horizon_opt.io import write_atomic
 Rng = np.random.Generator
 IntArray = npt.NDArray[np.int64]
 InstanceData = dict[str, Any]
-FamilyFn = Callable[[str, "Size", Rng], InstanceData]
+ShapeFn = Callable[["Size", Rng, float, int], list[float]]  # (size, rng, peak, k) -> demand
+PoolsFn = Callable[["Size", Rng, str, int, dict[str, int]], dict[str, float]]
+TimesFn = Callable[["Size", Rng, list["_Job"]], None]
 
 START = datetime(2026, 12, 1, tzinfo=UTC)  # a Tuesday, 00:00 UTC: slot 0 of every instance
 
@@ -167,9 +240,15 @@ SERVICE_NAMES = (
 
 
 def make_services(
-    size: Size, rng: Rng, peak_share: float = 0.48, headroom: float = 0.1
+    size: Size,
+    rng: Rng,
+    peak_share: float = 0.48,
+    headroom: float = 0.1,
+    shape: ShapeFn | None = None,
 ) -> list[InstanceData]:
-    """Services on the one or two first pools, forecast peaks adding up to `peak_share` of GPUs."""
+    """Services on the one or two first pools, forecast peaks adding up to `peak_share` of GPUs.
+
+    Demand follows `daily_cycle` unless `shape(size, rng, peak, k)` gives service k's series."""
     hosts = list(size.pools[: min(2, len(size.pools))])
     host_gpus = sum(p.nodes * p.gpus_per_node for p in hosts)
     fraction = min(0.7, peak_share * size.gpus / host_gpus)  # of each host pool, at the peak
@@ -182,14 +261,17 @@ def make_services(
             gpus = float(share) * budget
             sizes = [g for g in (1, 2, 4, 8) if pool.gpus_per_node % g == 0 and gpus / g >= 4]
             gpr = int(rng.choice(sizes or [1]))
-            demand = daily_cycle(
-                size,
-                rng,
-                peak=gpus / gpr,
-                trough_ratio=float(rng.uniform(0.28, 0.38)),
-                peak_hour=float(rng.uniform(11, 15)),
-            )
             k_name = len(services)
+            if shape is not None:
+                demand = shape(size, rng, gpus / gpr, k_name)
+            else:
+                demand = daily_cycle(
+                    size,
+                    rng,
+                    peak=gpus / gpr,
+                    trough_ratio=float(rng.uniform(0.28, 0.38)),
+                    peak_hour=float(rng.uniform(11, 15)),
+                )
             services.append(
                 {
                     "name": SERVICE_NAMES[k_name]
@@ -348,8 +430,18 @@ def _work_hours(size: Size, jobs: list[_Job], scale: float) -> float:
 
 
 def make_jobs(
-    size: Size, rng: Rng, reserved: dict[str, IntArray], left_gpu_hours: float, load: float
+    size: Size,
+    rng: Rng,
+    reserved: dict[str, IntArray],
+    left_gpu_hours: float,
+    load: float,
+    pools_for: PoolsFn | None = None,
+    add_times: TimesFn | None = None,
 ) -> list[_Job]:
+    """The enterprise job mix (see the module docstring). `pools_for` (allowed pools and their
+    slowdowns) and `add_times` (dependent releases and deadlines) default to enterprise's rules."""
+    pools_for = pools_for or _pools_for
+    add_times = add_times or _add_times
     n = size.jobs
     n_quant = round(0.15 * n)
     n_eval = round(0.17 * n)
@@ -371,7 +463,7 @@ def make_jobs(
             "training",
             _priority(rng),
             gpus,
-            _pools_for(size, rng, "training", gpus, limits),
+            pools_for(size, rng, "training", gpus, limits),
             base,
             scalable=True,
         )
@@ -384,7 +476,7 @@ def make_jobs(
             "batch_inference",
             _priority(rng),
             gpus,
-            _pools_for(size, rng, "batch_inference", gpus, limits),
+            pools_for(size, rng, "batch_inference", gpus, limits),
             base,
             scalable=True,
         )
@@ -407,7 +499,7 @@ def make_jobs(
                 "quantization",
                 parent.priority,
                 gpus,
-                _pools_for(size, rng, "quantization", gpus, limits),
+                pools_for(size, rng, "quantization", gpus, limits),
                 float(rng.uniform(1.0, 3.0)),
                 scalable=False,
                 after=parent.id,
@@ -426,7 +518,7 @@ def make_jobs(
                 "evaluation",
                 parent.priority,
                 gpus,
-                _pools_for(size, rng, "evaluation", gpus, limits),
+                pools_for(size, rng, "evaluation", gpus, limits),
                 float(rng.uniform(1.0, 6.0)),
                 scalable=False,
                 after=parent.id,
@@ -445,7 +537,7 @@ def make_jobs(
 
     for j in jobs:
         j.durations = _durations(size, j, scale)
-    _add_times(size, rng, jobs)
+    add_times(size, rng, jobs)
     # File order: by release, then creation order (which puts a job after the job it runs after).
     # Ids are numbered in file order.
     position = {j.id: k for k, j in enumerate(jobs)}
@@ -457,11 +549,10 @@ def make_jobs(
     return jobs
 
 
-def _add_times(size: Size, rng: Rng, jobs: list[_Job]) -> None:
-    """Releases of dependent jobs and deadlines on about a third of the jobs.
+def _dependent_releases(size: Size, jobs: list[_Job]) -> tuple[dict[str, int], dict[str, int]]:
+    """Release each dependent job at its `after` job's earliest end (at most the last slot).
 
-    A dependent job is submitted when its `after` job would end if it ran at once (its earliest
-    end; at most the last slot). A deadline is achievable if the job's chain runs at once."""
+    Returns each job's earliest end and the release of the first job of its chain."""
     earliest_end: dict[str, int] = {}
     chain_start: dict[str, int] = {}
     for j in jobs:  # parents come before their dependents in `jobs`
@@ -472,6 +563,15 @@ def _add_times(size: Size, rng: Rng, jobs: list[_Job]) -> None:
             chain_start[j.id] = chain_start[j.after]
             j.release = min(earliest_end[j.after], size.slots - 1)
         earliest_end[j.id] = j.release + min(j.durations.values())
+    return earliest_end, chain_start
+
+
+def _add_times(size: Size, rng: Rng, jobs: list[_Job]) -> None:
+    """Releases of dependent jobs and deadlines on about a third of the jobs.
+
+    A dependent job is submitted when its `after` job would end if it ran at once (its earliest
+    end; at most the last slot). A deadline is achievable if the job's chain runs at once."""
+    earliest_end, chain_start = _dependent_releases(size, jobs)
     wanted = round(len(jobs) / 3)
     for k in rng.permutation(len(jobs)):
         if wanted == 0:
@@ -505,15 +605,30 @@ def _job_data(size: Size, job: _Job) -> InstanceData:
 # -- families ----------------------------------------------------------------------------------
 
 
-def enterprise(name: str, size: Size, rng: Rng) -> InstanceData:
-    """Inference-heavy company cluster; see the module docstring."""
-    services = make_services(size, rng)
-    reserved = reservation(size, services)
-    outages, up = make_outages(size, rng, reserved)
+class GeneratorError(ValueError):
+    """A generator request that cannot be met: unknown family or size, missing trace files."""
+
+
+class FamilyFn(Protocol):
+    def __call__(
+        self, name: str, size: Size, rng: Rng, *, traces: str | os.PathLike[str] | None = None
+    ) -> InstanceData: ...
+
+
+def _left_gpu_hours(size: Size, up: dict[str, IntArray], reserved: dict[str, IntArray]) -> float:
+    """GPU-hours that inference (the per-slot reservation) leaves to batch work."""
     h = size.slot_minutes / 60
     available = sum(float(up[p.name].sum()) * p.gpus_per_node for p in size.pools) * h
-    left = available - sum(float(r.sum()) for r in reserved.values()) * h
-    jobs = make_jobs(size, rng, reserved, left, load=2.0)
+    return available - sum(float(r.sum()) for r in reserved.values()) * h
+
+
+def _instance(
+    name: str,
+    size: Size,
+    outages: list[InstanceData],
+    services: list[InstanceData],
+    jobs: list[_Job],
+) -> InstanceData:
     return {
         "name": name,
         "horizon": {
@@ -536,24 +651,351 @@ def enterprise(name: str, size: Size, rng: Rng) -> InstanceData:
     }
 
 
+def enterprise(
+    name: str, size: Size, rng: Rng, *, traces: str | os.PathLike[str] | None = None
+) -> InstanceData:
+    """Inference-heavy company cluster; see the module docstring."""
+    services = make_services(size, rng)
+    reserved = reservation(size, services)
+    outages, up = make_outages(size, rng, reserved)
+    jobs = make_jobs(size, rng, reserved, _left_gpu_hours(size, up, reserved), load=2.0)
+    return _instance(name, size, outages, services, jobs)
+
+
+# -- hetero ------------------------------------------------------------------------------------
+
+HETERO_TYPES = (("h100", "H100-80GB-SXM"), ("a100", "A100-80GB-SXM"), ("v100", "V100-32GB-SXM2"))
+
+
+def hetero_size(size: Size) -> Size:
+    """The size's nodes over three GPU generations (h100, a100, v100).
+
+    Sizes with three pools keep their node counts (v100 in place of l40s); a one-pool size of
+    n nodes becomes n - 2k, k, k with k = max(1, n // 4) (small: 2, 1, 1)."""
+    counts = [p.nodes for p in size.pools]
+    if len(counts) != len(HETERO_TYPES):
+        n = sum(counts)
+        older = max(1, n // 4)
+        counts = [n - 2 * older, older, older]
+    pools = tuple(
+        PoolShape(name, gpu_type, nodes)
+        for (name, gpu_type), nodes in zip(HETERO_TYPES, counts, strict=True)
+    )
+    return replace(size, pools=pools)
+
+
+def _hetero_pools_for(
+    size: Size, rng: Rng, kind: str, gpus: int, limits: dict[str, int]
+) -> dict[str, float]:
+    """Per-job slowdowns (two draws in [1.5, 3], the older generation the slower) and pools."""
+    older = np.sort(rng.uniform(1.5, 3.0, size=2))
+    slowdown = {"h100": 1.0, "a100": float(older[0]), "v100": float(older[1])}
+    fp8, draw = float(rng.random()), float(rng.random())
+    allowed = set(slowdown)
+    if gpus >= 16 or (kind == "batch_inference" and gpus >= 8):
+        allowed.discard("v100")  # the model does not fit in 32 GB per GPU
+    if kind == "quantization" and fp8 < 0.4:
+        allowed = {"h100"}  # FP8 needs Hopper
+    elif draw < 0.10:
+        allowed.discard("h100")  # legacy container image built without sm_90 (Hopper) support
+    elif draw < 0.18:
+        pinned = sorted(allowed)
+        allowed = {pinned[int(rng.integers(len(pinned)))]}  # data locality or a team's quota
+    placeable = [p for p in size.pools if p.name in allowed and _placeable(p, gpus, limits[p.name])]
+    if not placeable:  # the restriction left nothing: fall back to any pool that can place it
+        placeable = [p for p in size.pools if _placeable(p, gpus, limits[p.name])]
+    return {p.name: slowdown[p.name] for p in placeable}
+
+
+def hetero(
+    name: str, size: Size, rng: Rng, *, traces: str | os.PathLike[str] | None = None
+) -> InstanceData:
+    """Three GPU generations, per-job slowdowns and allowed pools; see the module docstring."""
+    size = hetero_size(size)
+    services = make_services(size, rng, peak_share=0.35)
+    reserved = reservation(size, services)
+    outages, up = make_outages(size, rng, reserved)
+    left = _left_gpu_hours(size, up, reserved)
+    jobs = make_jobs(size, rng, reserved, left, load=2.0, pools_for=_hetero_pools_for)
+    return _instance(name, size, outages, services, jobs)
+
+
+# -- deadline ----------------------------------------------------------------------------------
+
+DEADLINE_SHARE = 0.85  # of jobs with a deadline
+TIGHT_SHARE = 0.45  # of jobs with a tight one
+END_OF_DAY_HOUR = 18  # loose deadlines snap down to the last 18:00 UTC that still allows them
+
+
+def _deadline_times(size: Size, rng: Rng, jobs: list[_Job]) -> None:
+    """Deadlines on 85% of the jobs: 45% tight (slack 10-50% of the chain), 40% loose (100-300%,
+    snapped to the end of a working day when one fits); tight jobs are urgent (priority >= 5-10)."""
+    earliest_end, chain_start = _dependent_releases(size, jobs)
+    per_day = 24 * 60 // size.slot_minutes
+    eod = END_OF_DAY_HOUR * 60 // size.slot_minutes
+    for j in jobs:
+        draw = float(rng.random())
+        ee = earliest_end[j.id]
+        chain = ee - chain_start[j.id]
+        if draw >= DEADLINE_SHARE or ee > size.slots:
+            continue
+        if draw < TIGHT_SHARE:
+            deadline = ee + math.ceil(float(rng.uniform(0.1, 0.5)) * chain)
+            j.priority = max(j.priority, int(rng.integers(5, 11)))
+        else:
+            deadline = ee + math.ceil(float(rng.uniform(1.0, 3.0)) * chain)
+            end_of_day = (deadline - eod) // per_day * per_day + eod
+            if ee <= end_of_day < deadline:
+                deadline = end_of_day
+        j.deadline = min(size.slots, deadline)
+
+
+def deadline(
+    name: str, size: Size, rng: Rng, *, traces: str | os.PathLike[str] | None = None
+) -> InstanceData:
+    """Most jobs due, tight and loose, so value depends on timing; see the module docstring."""
+    services = make_services(size, rng, peak_share=0.4)
+    reserved = reservation(size, services)
+    outages, up = make_outages(size, rng, reserved)
+    left = _left_gpu_hours(size, up, reserved)
+    jobs = make_jobs(size, rng, reserved, left, load=1.5, add_times=_deadline_times)
+    return _instance(name, size, outages, services, jobs)
+
+
+# -- trace -------------------------------------------------------------------------------------
+
+TRACES_ENV = "HORIZON_OPT_TRACES"
+TRACE_JOBS_FILE = "jobs_msitp_cluster02.csv"
+TRACE_INFERENCE_FILE = "inference_servegen.csv"
+TRACE_MODELS = ("m-mid", "m-small", "deepseek-r1")  # service k follows model k mod 3
+TRACE_WINDOW_MINUTES = 10
+TRACE_ATTRIBUTION = """\
+Jobs (gang sizes, run times, arrivals): Microsoft ITP cluster02 trace, 2021 (used by ElasticFlow,
+ASPLOS 2023), from microsoft/elasticflow-traces, commit 277ed24d0e908c31a1c98145819e2e3853d8ac00,
+MIT licence, Copyright (c) Microsoft Corporation.
+Inference demand shape: Alibaba Model Studio ServeGen trace, 2025, from alibaba/ServeGen, commit
+f891d1189eb32b3868dfc443800c4150548c282a, Apache-2.0 licence.
+"""
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def default_traces_dir() -> Path:
+    """`../shared/traces` relative to the repository root (this file is src/horizon_opt/...)."""
+    return Path(__file__).resolve().parents[3] / "shared" / "traces"
+
+
+def find_traces(traces: str | os.PathLike[str] | None = None) -> Path:
+    """The folder that holds both trace CSVs: `traces` if given, else $HORIZON_OPT_TRACES, else
+    `../shared/traces` beside the repository (or beside the working directory)."""
+    if traces is not None:
+        candidates = [Path(traces)]
+    elif os.environ.get(TRACES_ENV):
+        candidates = [Path(os.environ[TRACES_ENV])]
+    else:
+        candidates = list(
+            dict.fromkeys([default_traces_dir(), Path.cwd().resolve().parent / "shared" / "traces"])
+        )
+    for folder in candidates:
+        if (folder / TRACE_JOBS_FILE).is_file() and (folder / TRACE_INFERENCE_FILE).is_file():
+            return folder
+    looked = ", ".join(str(c) for c in candidates)
+    raise GeneratorError(
+        f"family 'trace' needs {TRACE_JOBS_FILE} and {TRACE_INFERENCE_FILE}; not found in {looked}. "
+        f"Point to the folder with --traces DIR or the {TRACES_ENV} environment variable."
+    )
+
+
+@dataclass(frozen=True)
+class TraceJobs:
+    submit_s: IntArray
+    gpus: IntArray
+    duration_s: IntArray
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    try:
+        with path.open(newline="") as fh:
+            return list(csv.DictReader(fh))
+    except OSError as exc:
+        raise GeneratorError(f"cannot read {path}: {exc.strerror}") from None
+
+
+@functools.lru_cache(maxsize=4)
+def load_trace_jobs(folder: str) -> TraceJobs:
+    """The job trace's columns, in submission order (read once per folder)."""
+    path = Path(folder) / TRACE_JOBS_FILE
+    rows = _read_csv(path)
+    try:
+        out = TraceJobs(
+            np.array([int(r["submit_time_s"]) for r in rows], dtype=np.int64),
+            np.array([int(r["num_gpus"]) for r in rows], dtype=np.int64),
+            np.array([int(r["duration_s"]) for r in rows], dtype=np.int64),
+        )
+    except (KeyError, ValueError) as exc:
+        raise GeneratorError(f"{path}: unexpected content ({exc})") from None
+    order = np.argsort(out.submit_s, kind="stable")
+    arrays = [a[order] for a in (out.submit_s, out.gpus, out.duration_s)]
+    for a in arrays:
+        a.flags.writeable = False
+    return TraceJobs(*arrays)
+
+
+@functools.lru_cache(maxsize=4)
+def load_trace_inference(folder: str) -> dict[str, FloatArray]:
+    """Request rate per 10-minute window for each model; collection gaps (`gap` = 1, every
+    client silent) are filled by linear interpolation between the neighbouring windows."""
+    path = Path(folder) / TRACE_INFERENCE_FILE
+    rows = _read_csv(path)
+    out: dict[str, FloatArray] = {}
+    try:
+        for model in TRACE_MODELS:
+            mine = sorted((int(r["time_s"]), r) for r in rows if r["model"] == model)
+            rate = np.array([float(r["rate_rps"]) for _, r in mine])
+            gap = np.array([r["gap"] == "1" for _, r in mine])
+            if not len(rate) or gap.all():
+                raise GeneratorError(f"{path}: no usable rows for model {model!r}")
+            x = np.arange(len(rate))
+            rate = np.interp(x, x[~gap], rate[~gap])
+            rate.flags.writeable = False
+            out[model] = rate
+    except (KeyError, ValueError) as exc:
+        raise GeneratorError(f"{path}: unexpected content ({exc})") from None
+    return out
+
+
+def _trace_shape(rates: dict[str, FloatArray]) -> ShapeFn:
+    """Demand of service k: model k mod 3's request rate from a seeded day of the trace (wrapping
+    around at its end), averaged per slot and scaled so that its maximum is the service's peak."""
+
+    def shape(size: Size, rng: Rng, peak: float, k: int) -> list[float]:
+        series = rates[TRACE_MODELS[k % len(TRACE_MODELS)]]
+        per_day = 24 * 60 // TRACE_WINDOW_MINUTES
+        first = int(rng.integers(max(1, len(series) // per_day))) * per_day
+        if size.slot_minutes % TRACE_WINDOW_MINUTES:
+            raise GeneratorError(f"slot_minutes must be a multiple of {TRACE_WINDOW_MINUTES}")
+        per_slot = size.slot_minutes // TRACE_WINDOW_MINUTES
+        idx = (first + np.arange(size.slots * per_slot)) % len(series)
+        demand = series[idx].reshape(size.slots, per_slot).mean(axis=1)
+        demand *= peak / max(float(demand.max()), 1e-9)
+        return [round(float(v), 2) for v in demand]
+
+    return shape
+
+
+def trace_kind(gpus: int, hours: float) -> str:
+    """The trace has no job kind: 8+ GPUs or 4+ hours is training, under an hour evaluation,
+    anything else batch inference."""
+    if gpus >= 8 or hours >= 4:
+        return "training"
+    if hours < 1:
+        return "evaluation"
+    return "batch_inference"
+
+
+_KIND_PREFIX = {"training": "train", "batch_inference": "bi", "evaluation": "eval"}
+
+
+def _trace_jobs(
+    size: Size, rng: Rng, reserved: dict[str, IntArray], trace: TraceJobs
+) -> list[_Job]:
+    """`size.jobs` consecutive trace jobs (from a seeded position) whose gang the cluster can
+    place; real gang sizes, run times (on h100) and arrivals (compressed to the first 60% of
+    the horizon when they span more)."""
+    limits = _gang_nodes_limit(size, reserved)
+    fits = {
+        int(g): any(_placeable(p, int(g), limits[p.name]) for p in size.pools)
+        for g in np.unique(trace.gpus)
+    }
+    idx = np.flatnonzero([fits[int(g)] for g in trace.gpus])
+    n = size.jobs
+    if len(idx) < n:
+        raise GeneratorError(f"the job trace has only {len(idx)} placeable jobs, {n} needed")
+    chosen = idx[int(rng.integers(0, len(idx) - n + 1)) :][:n]
+    seconds = trace.submit_s[chosen] - trace.submit_s[chosen[0]]
+    slots = seconds / (60 * size.slot_minutes)
+    last = max(1, int(0.6 * size.slots)) - 1  # latest release slot
+    if slots[-1] > last:
+        slots = slots * (last / slots[-1])
+    releases = np.floor(slots + 1e-9).astype(np.int64)
+    width = len(str(n))
+    jobs: list[_Job] = []
+    for k, (i, release) in enumerate(zip(chosen, releases, strict=True), start=1):
+        gpus = int(trace.gpus[i])
+        hours = float(trace.duration_s[i]) / 3600
+        kind = trace_kind(gpus, hours)
+        job = _Job(
+            f"{_KIND_PREFIX[kind]}-{k:0{width}d}",
+            kind,
+            _priority(rng),
+            gpus,
+            _pools_for(size, rng, kind, gpus, limits),
+            hours,
+            scalable=False,
+            release=int(release),
+        )
+        job.durations = _durations(size, job, 1.0)
+        jobs.append(job)
+    _add_times(size, rng, jobs)
+    return jobs
+
+
+def trace(
+    name: str, size: Size, rng: Rng, *, traces: str | os.PathLike[str] | None = None
+) -> InstanceData:
+    """Jobs and inference shape from the public traces; see the module docstring."""
+    folder = str(find_traces(traces))
+    services = make_services(size, rng, shape=_trace_shape(load_trace_inference(folder)))
+    reserved = reservation(size, services)
+    outages, _up = make_outages(size, rng, reserved)
+    jobs = _trace_jobs(size, rng, reserved, load_trace_jobs(folder))
+    return _instance(name, size, outages, services, jobs)
+
+
 FAMILIES: dict[str, FamilyFn] = {
     "enterprise": enterprise,
+    "hetero": hetero,
+    "deadline": deadline,
+    "trace": trace,
 }
 
+# Comment lines written at the top of an instance file of the family (attribution of sources).
+NOTES: dict[str, str] = {"trace": TRACE_ATTRIBUTION}
 
-def generate(family: str, size: str, seed: int) -> InstanceData:
-    """Instance data for (family, size, seed): a plain dict following FORMAT.md."""
+
+def generate(
+    family: str, size: str, seed: int, *, traces: str | os.PathLike[str] | None = None
+) -> InstanceData:
+    """Instance data for (family, size, seed): a plain dict following FORMAT.md.
+
+    `traces` is the folder of the trace CSVs (family `trace` only; see `find_traces`)."""
     if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+        raise GeneratorError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     if size not in SIZES:
-        raise ValueError(f"unknown size {size!r}; choose one of {', '.join(SIZES)}")
+        raise GeneratorError(f"unknown size {size!r}; choose one of {', '.join(SIZES)}")
     rng = np.random.default_rng(seed)
-    return FAMILIES[family](f"{family}-{size}-s{seed}", SIZES[size], rng)
+    return FAMILIES[family](f"{family}-{size}-s{seed}", SIZES[size], rng, traces=traces)
 
 
-def write_instance(data: InstanceData, path: str | os.PathLike[str]) -> None:
-    """Write instance data as YAML, atomically (readers never see half a file)."""
+def write_instance(data: InstanceData, path: str | os.PathLike[str], note: str = "") -> None:
+    """Write instance data as YAML, atomically (readers never see half a file). `note` becomes
+    comment lines after the header (e.g. the sources of a trace instance)."""
     # Block style for the structure, flow style for leaves (durations, demand, outages, short jobs).
     text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
     header = f"# {data.get('name', 'instance')}: generated by horizon_opt.generate (FORMAT.md v1)\n"
+    header += "".join(f"# {line}".rstrip() + "\n" for line in note.splitlines())
     write_atomic(path, header + text)
+
+
+def generate_file(
+    family: str,
+    size: str,
+    seed: int,
+    path: str | os.PathLike[str],
+    *,
+    traces: str | os.PathLike[str] | None = None,
+) -> InstanceData:
+    """Generate an instance and write it (with the family's notes) to `path`; returns the data."""
+    data = generate(family, size, seed, traces=traces)
+    write_instance(data, path, note=NOTES.get(family, ""))
+    return data

@@ -1,0 +1,245 @@
+"""A plan as two CSV tables for spreadsheets: one row per assignment, one per inference block.
+
+`write_csv(instance, plan, "plan.csv")` writes `plan.csv` (assignments) and `plan-inference.csv`
+(inference replica blocks). `read_csv("plan.csv")` turns the first back into the plan's
+assignments, `read_inference_csv("plan-inference.csv")` the second into its inference blocks.
+
+Cells that a spreadsheet would run as a formula (a job or service name starting with `=`, `+`,
+`-`, `@`) are written with a leading `'`, which spreadsheets show as text; the readers strip it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from horizon_opt.errors import PlanError
+from horizon_opt.export._common import ensure_plan_fits, slot_iso
+from horizon_opt.instance import Instance
+from horizon_opt.io import write_atomic
+from horizon_opt.metrics import on_time
+from horizon_opt.plan import Assignment, InferenceBlock, Plan
+
+ASSIGNMENT_COLUMNS = (
+    "job",
+    "kind",
+    "priority",
+    "gpus",
+    "pool",
+    "nodes",
+    "gpu_indices",
+    "start_slot",
+    "end_slot",
+    "start_time",
+    "end_time",
+    "duration_h",
+    "release_slot",
+    "deadline_slot",
+    "wait_h",
+    "on_time",
+)
+INFERENCE_COLUMNS = (
+    "service",
+    "pool",
+    "node",
+    "start_slot",
+    "end_slot",
+    "start_time",
+    "end_time",
+    "replicas",
+    "gpus",
+)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def inference_path(path: str | os.PathLike[str]) -> Path:
+    """Where the inference table goes: `plan.csv` -> `plan-inference.csv`, same folder."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}-inference{p.suffix or '.csv'}")
+
+
+def _text(value: str) -> str:
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+def _untext(value: str) -> str:
+    return value[1:] if value.startswith("'") else value
+
+
+def _num(value: float) -> str:
+    """2 decimals at most, no trailing zeros: 12, 1.5, 0.33."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def format_indices(gpus: dict[str, list[int]]) -> str:
+    """{'h100-0': [0, 1, 2, 3, 6]} -> 'h100-0:0-3,6'; nodes separated by spaces."""
+    parts = []
+    for node, idx in gpus.items():
+        runs: list[str] = []
+        ordered = sorted(idx)
+        k = 0
+        while k < len(ordered):
+            m = k
+            while m + 1 < len(ordered) and ordered[m + 1] == ordered[m] + 1:
+                m += 1
+            runs.append(str(ordered[k]) if m == k else f"{ordered[k]}-{ordered[m]}")
+            k = m + 1
+        parts.append(f"{node}:{','.join(runs)}")
+    return " ".join(parts)
+
+
+def parse_indices(text: str) -> dict[str, list[int]]:
+    """The inverse of `format_indices`. Raises ValueError on malformed text."""
+    out: dict[str, list[int]] = {}
+    for token in text.split():
+        node, sep, runs = token.rpartition(":")
+        if not sep or not node or not runs:
+            raise ValueError(f"expected node:indices, got {token!r}")
+        idx: list[int] = []
+        for run in runs.split(","):
+            lo, dash, hi = run.partition("-")
+            first, last = int(lo), int(hi) if dash else int(lo)
+            if last < first:
+                raise ValueError(f"empty range {run!r}")
+            idx.extend(range(first, last + 1))
+        out[node] = idx
+    if not out:
+        raise ValueError("no GPU indices")
+    return out
+
+
+def _table(columns: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf)  # RFC 4180: comma separated, CRLF line ends, quotes where needed
+    writer.writerow(columns)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def assignment_rows(instance: Instance, plan: Plan) -> list[list[str]]:
+    h = instance.hours_per_slot
+    rows = []
+    for a in plan.assignments:
+        job = instance.jobs[instance.job_index[a.job]]
+        start_time = a.start_time if a.start_time is not None else slot_iso(instance, a.start)
+        end_time = a.end_time if a.end_time is not None else slot_iso(instance, a.end)
+        rows.append(
+            [
+                _text(a.job),
+                job.kind,
+                _num(job.priority),
+                str(job.gpus),
+                a.pool,
+                " ".join(a.gpus),
+                format_indices(a.gpus),
+                str(a.start),
+                str(a.end),
+                start_time or "",
+                end_time or "",
+                _num((a.end - a.start) * h),
+                str(job.release),
+                "" if job.deadline is None else str(job.deadline),
+                _num((a.start - job.release) * h),
+                "yes" if on_time(instance, a.job, a.end) else "no",
+            ]
+        )
+    return rows
+
+
+def inference_rows(instance: Instance, plan: Plan) -> list[list[str]]:
+    gpr = {s.name: s.gpus_per_replica for s in instance.services}
+    rows = []
+    for b in plan.inference:
+        pool = instance.pools[int(instance.node_pool[instance.node_index[b.node]])].name
+        rows.append(
+            [
+                _text(b.service),
+                pool,
+                b.node,
+                str(b.start),
+                str(b.end),
+                slot_iso(instance, b.start) or "",
+                slot_iso(instance, b.end) or "",
+                str(b.replicas),
+                str(b.replicas * gpr[b.service]),
+            ]
+        )
+    return rows
+
+
+def write_csv(instance: Instance, plan: Plan, path: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Write the assignment table to `path` and the inference table next to it (atomically).
+
+    Returns both paths. Raises PlanError if the plan names jobs, nodes or services that the
+    instance does not have.
+    """
+    ensure_plan_fits(instance, plan)
+    first, second = Path(path), inference_path(path)
+    write_atomic(first, _table(ASSIGNMENT_COLUMNS, assignment_rows(instance, plan)))
+    write_atomic(second, _table(INFERENCE_COLUMNS, inference_rows(instance, plan)))
+    return first, second
+
+
+def _read_rows(path: str | os.PathLike[str], columns: tuple[str, ...]) -> list[dict[str, str]]:
+    file = Path(path)
+    try:
+        with file.open(newline="", encoding="utf-8-sig") as fh:  # -sig: a spreadsheet may add a BOM
+            reader = csv.DictReader(fh)
+            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            if missing:
+                raise PlanError([f"{file}: missing column(s) {', '.join(missing)}"])
+            return list(reader)
+    except OSError as exc:
+        raise PlanError([f"{file}: cannot read: {exc.strerror}"]) from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise PlanError([f"{file}: not a CSV file: {exc}"]) from None
+
+
+def read_csv(path: str | os.PathLike[str]) -> list[Assignment]:
+    """The assignments of a table written by `write_csv` (GPU indices in ascending order)."""
+    out: list[Assignment] = []
+    problems: list[str] = []
+    for r, row in enumerate(_read_rows(path, ASSIGNMENT_COLUMNS)):
+        try:
+            out.append(
+                Assignment(
+                    job=_untext(row["job"]),
+                    pool=row["pool"],
+                    start=int(row["start_slot"]),
+                    end=int(row["end_slot"]),
+                    gpus=parse_indices(row["gpu_indices"]),
+                    start_time=row["start_time"] or None,
+                    end_time=row["end_time"] or None,
+                )
+            )
+        except ValueError as exc:  # also pydantic's ValidationError
+            problems.append(f"{path}: row {r + 2}: {exc}")
+    if problems:
+        raise PlanError(problems[:20])
+    return out
+
+
+def read_inference_csv(path: str | os.PathLike[str]) -> list[InferenceBlock]:
+    """The inference blocks of a table written by `write_csv` (`*-inference.csv`)."""
+    out: list[InferenceBlock] = []
+    problems: list[str] = []
+    for r, row in enumerate(_read_rows(path, INFERENCE_COLUMNS)):
+        try:
+            out.append(
+                InferenceBlock(
+                    service=_untext(row["service"]),
+                    node=row["node"],
+                    start=int(row["start_slot"]),
+                    end=int(row["end_slot"]),
+                    replicas=int(row["replicas"]),
+                )
+            )
+        except ValueError as exc:
+            problems.append(f"{path}: row {r + 2}: {exc}")
+    if problems:
+        raise PlanError(problems[:20])
+    return out

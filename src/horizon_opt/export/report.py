@@ -1,0 +1,541 @@
+"""One self-contained HTML report on an instance and one or more plans of it.
+
+The file needs no network and nothing beside it: styles are inline, charts are PNG images
+embedded as `data:` URIs, there is no script and no external link, so it can be mailed around and
+opened anywhere. Sections: the instance; the plans side by side (the first is the reference for
+the deltas); the utilization chart and the Gantt chart of each plan; each plan's unscheduled jobs
+with their reasons; the jobs that waited longest.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from horizon_opt.check import check
+from horizon_opt.export._common import ensure_plan_fits
+from horizon_opt.instance import Instance
+from horizon_opt.io import write_atomic
+from horizon_opt.metrics import Metrics, evaluate, on_time
+from horizon_opt.plan import Plan
+from horizon_opt.spec import JOB_KINDS
+
+LONGEST_WAITS = 10  # rows in each plan's "longest waits" table
+OPEN_UP_TO = 30  # tables with at most this many rows are shown open, longer ones folded
+
+_CSS = """
+body { font: 14px/1.45 -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; color: #222;
+       max-width: 1500px; margin: 0 auto; padding: 16px 28px 48px; }
+h1 { font-size: 24px; margin: 8px 0 2px; }
+h2 { font-size: 19px; margin: 34px 0 8px; padding-bottom: 4px; border-bottom: 2px solid #4e79a7; }
+h3 { font-size: 15px; margin: 22px 0 6px; }
+p.sub { color: #666; margin: 0 0 12px; }
+nav a { margin-right: 14px; color: #2c5d8f; text-decoration: none; }
+table { border-collapse: collapse; margin: 6px 0 12px; font-variant-numeric: tabular-nums; }
+th, td { padding: 3px 10px; border-bottom: 1px solid #e3e3e3; text-align: right;
+         vertical-align: top; }
+th { background: #f3f5f8; font-weight: 600; }
+td.l, th.l { text-align: left; }
+table.unscheduled td:last-child, table.unscheduled th:last-child { text-align: left;
+    max-width: 640px; }
+tr.sub td:first-child { padding-left: 26px; color: #555; }
+table.metrics td:first-child, table.metrics th:first-child { text-align: left; }
+table.metrics th.ref { background: #e6ecf4; }
+.better { color: #1b7a32; }
+.worse { color: #b3261e; }
+.muted { color: #888; }
+.bad { color: #b3261e; font-weight: 600; }
+.good { color: #1b7a32; font-weight: 600; }
+img.chart { width: 100%; height: auto; border: 1px solid #e3e3e3; margin: 4px 0 14px; }
+details summary { cursor: pointer; margin: 6px 0; }
+dl.facts { display: grid; grid-template-columns: max-content auto; gap: 2px 18px; margin: 6px 0; }
+dl.facts dt { color: #555; }
+dl.facts dd { margin: 0; }
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    label: str
+    plan: Plan
+    metrics: Metrics
+    violations: int
+
+
+def _when(instance: Instance, slot: int) -> str:
+    when = instance.slot_time(slot)
+    return f"slot {slot}" if when is None else f"{when:%m-%d %H:%M}"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1, cls: str = "") -> str:
+    """An HTML table; cells are already escaped HTML; the first `left` columns align left."""
+    th = "".join(
+        f'<th class="l">{h}</th>' if k < left else f"<th>{h}</th>" for k, h in enumerate(head)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="l">{c}</td>' if k < left else f"<td>{c}</td>" for k, c in enumerate(r)
+        )
+        + "</tr>"
+        for r in rows
+    )
+    attr = f' class="{cls}"' if cls else ""
+    return f"<table{attr}><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fold(summary: str, content: str, rows: int) -> str:
+    opened = " open" if rows <= OPEN_UP_TO else ""
+    return f"<details{opened}><summary>{summary}</summary>{content}</details>"
+
+
+def _img(png: bytes, alt: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img class="chart" alt="{_e(alt)}" src="data:image/png;base64,{data}">'
+
+
+# -- sections ----------------------------------------------------------------------------------
+
+
+def _instance_section(instance: Instance) -> str:
+    h = instance.hours_per_slot
+    S = instance.slots
+    horizon = f"{S} slots x {instance.slot_minutes} min = {S * h:,.1f} h"
+    if instance.start is not None:
+        end = instance.slot_time(S)
+        assert end is not None
+        horizon += f", {instance.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
+    available = float(instance.capacity.sum()) * h
+    forecast = sum(float(s.demand.sum()) * s.gpus_per_replica * h for s in instance.services)
+    required = sum(float(s.req.sum()) * s.gpus_per_replica * h for s in instance.services)
+    work = sum(j.work_hours for j in instance.jobs)
+    free = available - required
+    facts = [
+        ("horizon", horizon),
+        ("cluster", f"{instance.num_nodes} nodes, {int(instance.node_gpus.sum()):,} GPUs"),
+        ("available GPU-h", f"{available:,.0f} (nodes that are up)"),
+        (
+            "inference forecast",
+            f"{forecast:,.0f} GPU-h ({100 * forecast / max(available, 1e-9):.1f}% of available); "
+            f"required with headroom {required:,.0f} GPU-h",
+        ),
+        (
+            "batch queue",
+            f"{len(instance.jobs)} jobs, {work:,.0f} GPU-h at their fastest pool "
+            f"({work / max(free, 1e-9):.2f}x the {free:,.0f} GPU-h that inference leaves free)",
+        ),
+    ]
+    out = ['<h2 id="instance">Instance</h2><dl class="facts">']
+    out += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts]
+    out.append("</dl>")
+
+    down_slots = (~instance.up).sum(axis=1)
+    pool_rows = [
+        [
+            _e(p.name),
+            _e(p.gpu_type),
+            str(p.nodes),
+            str(p.gpus_per_node),
+            f"{p.nodes * p.gpus_per_node:,}",
+            f"{float(down_slots[list(p.node_range)].sum()) * h:,.0f}",
+        ]
+        for p in instance.pools
+    ]
+    out.append("<h3>Pools</h3>")
+    out.append(
+        _table(["pool", "GPU type", "nodes", "GPUs/node", "GPUs", "node-hours down"], pool_rows, 2)
+    )
+    outages = []
+    for n in range(instance.num_nodes):
+        mask = ~instance.up[n]
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
+        for a, b in zip(edges[::2], edges[1::2], strict=True):
+            outages.append(
+                [
+                    _e(instance.node_names[n]),
+                    _e(_when(instance, int(a))),
+                    _e(_when(instance, int(b))),
+                ]
+            )
+    if outages:
+        out.append("<h3>Outages</h3>")
+        out.append(
+            _fold(
+                f"{len(outages)} outage(s)",
+                _table(["node", "from", "to"], outages, 3),
+                len(outages),
+            )
+        )
+    if instance.services:
+        service_rows = [
+            [
+                _e(s.name),
+                _e(instance.pools[s.pool].name),
+                str(s.gpus_per_replica),
+                f"{100 * s.headroom:g}%",
+                f"{float(s.demand.min()):,.1f} / {float(s.demand.mean()):,.1f} / {float(s.demand.max()):,.1f}",
+                f"{int(s.req.max())}",
+                f"{float(s.demand.sum()) * s.gpus_per_replica * h:,.0f}",
+            ]
+            for s in instance.services
+        ]
+        out.append("<h3>Inference services</h3>")
+        out.append(
+            _table(
+                [
+                    "service",
+                    "pool",
+                    "GPUs/replica",
+                    "headroom",
+                    "forecast replicas min / mean / max",
+                    "peak required replicas",
+                    "forecast GPU-h",
+                ],
+                service_rows,
+                2,
+            )
+        )
+    kind_rows = []
+    for kind in JOB_KINDS:
+        jobs = [j for j in instance.jobs if j.kind == kind]
+        if not jobs:
+            continue
+        kind_rows.append(
+            [
+                _e(kind.replace("_", " ")),
+                str(len(jobs)),
+                f"{min(j.gpus for j in jobs)}-{max(j.gpus for j in jobs)}",
+                f"{min(j.priority for j in jobs):g}-{max(j.priority for j in jobs):g}",
+                f"{sum(j.work_hours for j in jobs):,.0f}",
+                str(sum(1 for j in jobs if j.deadline is not None)),
+                str(sum(1 for j in jobs if j.after)),
+            ]
+        )
+    if kind_rows:
+        out.append("<h3>Batch jobs</h3>")
+        out.append(
+            _table(
+                ["kind", "jobs", "GPUs", "priority", "work GPU-h", "with deadline", "with after"],
+                kind_rows,
+            )
+        )
+    return "\n".join(out)
+
+
+def _delta(value: float, ref: float, fmt: str, good_up: bool, is_ref: bool) -> str:
+    if is_ref:
+        return ""
+    diff = value - ref
+    if abs(diff) < 1e-12:
+        return ' <span class="muted">(=)</span>'
+    cls = "better" if (diff > 0) == good_up else "worse"
+    return f' <span class="{cls}">({fmt.format(diff)})</span>'
+
+
+def _metrics_section(instance: Instance, planned: Sequence[_Planned]) -> str:
+    ref = planned[0]
+    rm = ref.metrics
+    total = len(instance.jobs)
+
+    def row(label: str, cells: list[str], sub: bool = False) -> str:
+        cls = ' class="sub"' if sub else ""
+        return f"<tr{cls}><td>{_e(label)}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+    def pct(value: float, base: float, is_ref: bool) -> str:
+        if is_ref or base <= 0:
+            return ""
+        change = 100 * (value - base) / base
+        cls = "better" if change > 0 else "worse" if change < 0 else "muted"
+        return f' <span class="{cls}">({change:+.0f}%)</span>'
+
+    rows = [
+        row(
+            "checker",
+            [
+                '<span class="good">valid</span>'
+                if p.violations == 0
+                else f'<span class="bad">{p.violations} violation(s)</span>'
+                for p in planned
+            ],
+        ),
+        row("status", [_e(p.plan.status) for p in planned]),
+        row(
+            "utilization",
+            [
+                f"{100 * p.metrics.utilization:.1f}%"
+                + _delta(
+                    100 * p.metrics.utilization, 100 * rm.utilization, "{:+.1f} pp", True, p is ref
+                )
+                for p in planned
+            ],
+        ),
+        row(
+            "pwo (priority-weighted output)",
+            [f"{p.metrics.pwo:,.1f}" + pct(p.metrics.pwo, rm.pwo, p is ref) for p in planned],
+        ),
+        row(
+            "jobs on time",
+            [
+                f"{p.metrics.completed} / {total}"
+                + _delta(p.metrics.completed, rm.completed, "{:+.0f}", True, p is ref)
+                for p in planned
+            ],
+        ),
+    ]
+    for kind in JOB_KINDS:
+        n = sum(1 for j in instance.jobs if j.kind == kind)
+        if n:
+            rows.append(
+                row(
+                    kind.replace("_", " "),
+                    [
+                        f"{p.metrics.completed_by_kind.get(kind, 0)} / {n}"
+                        + _delta(
+                            p.metrics.completed_by_kind.get(kind, 0),
+                            rm.completed_by_kind.get(kind, 0),
+                            "{:+.0f}",
+                            True,
+                            p is ref,
+                        )
+                        for p in planned
+                    ],
+                    sub=True,
+                )
+            )
+    rows += [
+        row("scheduled late (no value)", [str(p.metrics.late) for p in planned]),
+        row("unscheduled", [str(len(p.plan.unscheduled)) for p in planned]),
+        row(
+            "mean wait (h)",
+            [
+                f"{p.metrics.mean_wait_hours:.2f}"
+                + _delta(p.metrics.mean_wait_hours, rm.mean_wait_hours, "{:+.2f}", False, p is ref)
+                for p in planned
+            ],
+        ),
+        row(
+            "reserved idle GPU-h",
+            [
+                f"{p.metrics.reserved_idle_gpu_hours:,.1f}"
+                + _delta(
+                    p.metrics.reserved_idle_gpu_hours,
+                    rm.reserved_idle_gpu_hours,
+                    "{:+,.1f}",
+                    False,
+                    p is ref,
+                )
+                for p in planned
+            ],
+        ),
+        row("batch GPU-h", [f"{p.metrics.batch_gpu_hours:,.1f}" for p in planned]),
+        row(
+            "proven bound",
+            ["-" if p.plan.bound is None else f"{p.plan.bound:,.1f}" for p in planned],
+        ),
+        row("gap", ["-" if p.plan.gap is None else f"{100 * p.plan.gap:.2f}%" for p in planned]),
+        row("solve time (s)", [f"{p.plan.wall_seconds:.2f}" for p in planned]),
+    ]
+    head = '<th class="l"></th>' + "".join(
+        f'<th class="ref">{_e(p.label)} (reference)</th>' if p is ref else f"<th>{_e(p.label)}</th>"
+        for p in planned
+    )
+    note = (
+        '<p class="sub">Deltas are against the first plan. pwo counts priority x GPU-hours of the '
+        "jobs that end by their deadline; utilization is (batch GPU-hours + forecast inference "
+        "GPU-hours) / available GPU-hours; gap = (bound - pwo) / bound.</p>"
+    )
+    return (
+        '<h2 id="plans">Plans side by side</h2>'
+        + note
+        + f'<table class="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _charts_section(instance: Instance, planned: Sequence[_Planned]) -> str:
+    from horizon_opt.export.charts import plot_gantt, plot_utilization, render
+
+    util = ['<h2 id="utilization">Utilization over time</h2>']
+    util.append(
+        '<p class="sub">GPUs per pool: forecast inference demand (red), reservation above it '
+        "(pink), batch work by kind, idle (grey); the black line is the forecast, the dashed line "
+        "the required reservation, the thin line the GPUs that are up.</p>"
+    )
+    gantt = ['<h2 id="gantt">Gantt charts</h2>']
+    gantt.append(
+        '<p class="sub">One row per node (each GPU a lane), grouped by pool; bars are coloured by '
+        "kind, lighter for lower priority; red lanes are inference replicas, hatched spans are "
+        "outages.</p>"
+    )
+    for p in planned:
+        util.append(f"<h3>{_e(p.label)}</h3>")
+        util.append(_img(render(plot_utilization(instance, p.plan)), f"utilization, {p.label}"))
+        gantt.append(f"<h3>{_e(p.label)}</h3>")
+        gantt.append(_img(render(plot_gantt(instance, p.plan)), f"Gantt chart, {p.label}"))
+    return "\n".join(util + gantt)
+
+
+def _unscheduled_section(instance: Instance, planned: Sequence[_Planned]) -> str:
+    out = ['<h2 id="unscheduled">Unscheduled jobs</h2>']
+    for p in planned:
+        jobs = [(instance.jobs[instance.job_index[u.job]], u.reason) for u in p.plan.unscheduled]
+        jobs.sort(key=lambda jr: -jr[0].value)
+        out.append(f"<h3>{_e(p.label)}: {len(jobs)} unscheduled</h3>")
+        if not jobs:
+            out.append('<p class="muted">Every job runs.</p>')
+            continue
+        rows = [
+            [
+                _e(j.id),
+                _e(j.kind.replace("_", " ")),
+                f"{j.priority:g}",
+                str(j.gpus),
+                f"{j.work_hours:,.1f}",
+                f"{j.value:,.1f}",
+                _e(reason),
+            ]
+            for j, reason in jobs
+        ]
+        table = _table(
+            ["job", "kind", "priority", "GPUs", "work GPU-h", "value", "reason"],
+            rows,
+            2,
+            cls="unscheduled",
+        )
+        out.append(_fold(f"{len(rows)} job(s), most valuable first", table, len(rows)))
+    return "\n".join(out)
+
+
+def _waits_section(instance: Instance, planned: Sequence[_Planned]) -> str:
+    h = instance.hours_per_slot
+    out = [f'<h2 id="waits">Longest waits (top {LONGEST_WAITS} per plan)</h2>']
+    for p in planned:
+        waits = sorted(
+            p.plan.assignments,
+            key=lambda a: -(a.start - instance.jobs[instance.job_index[a.job]].release),
+        )[:LONGEST_WAITS]
+        out.append(f"<h3>{_e(p.label)}</h3>")
+        if not waits:
+            out.append('<p class="muted">No job runs.</p>')
+            continue
+        rows = []
+        for a in waits:
+            j = instance.jobs[instance.job_index[a.job]]
+            ok = on_time(instance, a.job, a.end)
+            rows.append(
+                [
+                    _e(j.id),
+                    _e(j.kind.replace("_", " ")),
+                    f"{j.priority:g}",
+                    str(j.gpus),
+                    _e(a.pool),
+                    _e(_when(instance, j.release)),
+                    _e(_when(instance, a.start)),
+                    f"{(a.start - j.release) * h:,.1f}",
+                    "-" if j.deadline is None else _e(_when(instance, j.deadline)),
+                    '<span class="good">yes</span>' if ok else '<span class="bad">late</span>',
+                ]
+            )
+        out.append(
+            _table(
+                [
+                    "job",
+                    "kind",
+                    "priority",
+                    "GPUs",
+                    "pool",
+                    "release",
+                    "start",
+                    "wait (h)",
+                    "deadline",
+                    "on time",
+                ],
+                rows,
+                2,
+            )
+        )
+    return "\n".join(out)
+
+
+def _labels(plans: Sequence[Plan], labels: Sequence[str] | None) -> list[str]:
+    if labels is not None:
+        if len(labels) != len(plans):
+            raise ValueError(f"{len(labels)} labels for {len(plans)} plans")
+        return list(labels)
+    names = [p.solver for p in plans]
+    return [
+        name if names.count(name) == 1 else f"{name} #{names[: k + 1].count(name)}"
+        for k, name in enumerate(names)
+    ]
+
+
+def report_html(
+    instance: Instance, plans: Sequence[Plan], labels: Sequence[str] | None = None
+) -> str:
+    """The report as one HTML string (see the module docstring).
+
+    `labels` name the plans in the report (default: the solver names, numbered when repeated).
+    Raises PlanError when a plan is for another instance or names what the instance lacks.
+    """
+    from horizon_opt import __version__  # here: horizon_opt imports this module
+
+    if not plans:
+        raise ValueError("a report needs at least one plan")
+    names = _labels(plans, labels)
+    for name, plan in zip(names, plans, strict=True):
+        ensure_plan_fits(instance, plan, source=name)
+    planned = [
+        _Planned(name, plan, evaluate(instance, plan), len(check(instance, plan)))
+        for name, plan in zip(names, plans, strict=True)
+    ]
+    title = f"horizon-opt report: {instance.name}"
+    nav = " ".join(
+        f'<a href="#{anchor}">{text}</a>'
+        for anchor, text in [
+            ("instance", "Instance"),
+            ("plans", "Plans"),
+            ("utilization", "Utilization"),
+            ("gantt", "Gantt"),
+            ("unscheduled", "Unscheduled"),
+            ("waits", "Longest waits"),
+        ]
+    )
+    body = "\n".join(
+        [
+            f"<h1>{_e(title)}</h1>",
+            f'<p class="sub">{len(plans)} plan(s): {_e(", ".join(names))}. '
+            f"Written by horizon-opt {_e(__version__)}.</p>",
+            f"<nav>{nav}</nav>",
+            _instance_section(instance),
+            _metrics_section(instance, planned),
+            _charts_section(instance, planned),
+            _unscheduled_section(instance, planned),
+            _waits_section(instance, planned),
+        ]
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+    )
+
+
+def write_report(
+    instance: Instance,
+    plans: Sequence[Plan],
+    path: str | os.PathLike[str],
+    labels: Sequence[str] | None = None,
+) -> Path:
+    """Write the one-file HTML report atomically; returns its path."""
+    target = Path(path)
+    write_atomic(target, report_html(instance, plans, labels))
+    return target
