@@ -59,7 +59,8 @@ def pool_free_gpus(instance: Instance) -> np.ndarray:
     return free
 
 
-def energy_bound(instance: Instance) -> Bound:
+def energy_bound(instance: Instance, time_limit: float = 60.0) -> Bound:
+    """The energy LP's certified bound; HiGHS stops at `time_limit` (any duals still certify)."""
     started = time.perf_counter()
     S = instance.slots
     est = earliest_starts(instance)
@@ -143,6 +144,7 @@ def energy_bound(instance: Instance) -> Bound:
                 vals.append(-1.0)
 
     value = _solve_certified(
+        time_limit,
         np.array(cost),
         np.array(upper),
         np.array(rows),
@@ -155,6 +157,7 @@ def energy_bound(instance: Instance) -> Bound:
 
 
 def _solve_certified(
+    time_limit: float,
     c: np.ndarray,
     u: np.ndarray,
     rows: np.ndarray,
@@ -186,6 +189,7 @@ def _solve_certified(
         h = highspy.Highs()  # type: ignore[no-untyped-call]
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
+    h.setOptionValue("time_limit", float(time_limit))
     h.passModel(lp)
     h.run()
     y = np.asarray(h.getSolution().row_dual, dtype=np.float64)

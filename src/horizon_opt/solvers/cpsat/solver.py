@@ -35,6 +35,7 @@ from horizon_opt.solvers.options import Progress, SolveOptions
 
 FULL_MODEL_MAX_INTERVALS = 4_000  # above this, LNS only: the full model stalls on medium instances
 FULL_MODEL_SHARE = 0.5  # of the time limit, when the instance is not proven optimal first
+BOUND_SHARE = 0.2  # of the time limit kept for the proven bound, computed after the search
 # With workers=1 the search budgets CP-SAT deterministic time, so runs repeat exactly. One unit
 # took about 3 s of wall time on the 2-core reference machine (model building included).
 DETERMINISTIC_PER_SECOND = 0.3
@@ -189,21 +190,23 @@ class CpsatSearch:
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
-    def out_of_time(self) -> bool:
+    def out_of_time(self, reserve: float = 0.0) -> bool:
+        """True when the budget, less `reserve` (a share of the time limit), is spent."""
         if self.stopper.stopped:
             return True
         if self.deterministic:
-            # Deterministic budget; the wall clock only guards against a runaway.
+            # Deterministic budget; the wall clock only guards against a runaway (at 2x).
             return (
-                self.det_used >= self.det_budget
+                self.det_used >= self.det_budget * (1 - reserve)
                 or time.perf_counter() > self.deadline + self.opt.time_limit
             )
-        return time.perf_counter() >= self.deadline
+        return time.perf_counter() >= self.deadline - reserve * self.opt.time_limit
 
-    def remaining(self) -> float:
+    def remaining(self, reserve: float = 0.0) -> float:
+        """Budget left for CP-SAT (deterministic units with one worker, else seconds)."""
         if self.deterministic:
-            return max(0.0, self.det_budget - self.det_used)
-        return max(0.0, self.deadline - time.perf_counter())
+            return max(0.0, self.det_budget * (1 - reserve) - self.det_used)
+        return max(0.0, self.deadline - reserve * self.opt.time_limit - time.perf_counter())
 
     def write_log(self, line: str) -> None:
         if self.log is not None:
@@ -289,6 +292,13 @@ class CpsatSearch:
         bound = nm.value_bound(solver) / self.scale
         return status == cp_model.OPTIMAL, bound
 
+    def proven_bound(self, cp_bound: float | None) -> float:
+        """The tightest proven bound within the time kept for it (at least a second)."""
+        budget = max(1.0, self.deadline - time.perf_counter())
+        lp = energy_bound(self.inst, time_limit=budget)
+        self.write_log(f"energy LP bound {lp.value:.3f} ({lp.buckets} buckets, {lp.seconds:.2f}s)")
+        return lp.value if cp_bound is None else min(lp.value, cp_bound)
+
     def neighbourhood(
         self, inc: Incumbent, n_nodes: int, width: int, max_free: int
     ) -> Subproblem | None:
@@ -363,7 +373,7 @@ class CpsatSearch:
             latest[j] = hi
         return Subproblem(free_jobs, nodes, residual, earliest, latest, must, dict(released))
 
-    def lns(self, inc: Incumbent, bound: float) -> None:
+    def lns(self, inc: Incumbent, bound: float | None) -> None:
         n_nodes = 4
         width = max(4, self.inst.slots // 4)
         max_free = 30
@@ -371,14 +381,14 @@ class CpsatSearch:
         it = 0
         last_report = 0.0
         outcomes: Counter[str] = Counter()
-        while not self.out_of_time():
+        while not self.out_of_time(reserve=BOUND_SHARE):
             it += 1
             sub = self.neighbourhood(inc, n_nodes, width, max_free)
             if sub is None:
                 width = min(self.inst.slots, width * 2)
                 continue
             nm = self.build(sub)
-            limit = min(sub_limit, self.remaining())
+            limit = min(sub_limit, self.remaining(reserve=BOUND_SHARE))
             status, solver = self.run_solver(nm, limit, self.opt.seed + it)
             improved = False
             outcomes[solver.status_name(status)] += 1
@@ -420,31 +430,25 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
         search = CpsatSearch(instance, options, log)
         with search.stopper.installed():
             inc = search.initial()
-            lp = energy_bound(instance)
-            bound = lp.value
-            search.write_log(
-                f"energy LP bound {lp.value:.3f} ({lp.buckets} buckets, {lp.seconds:.2f}s)"
-            )
-            search.report(inc, bound)
-            optimal = inc.value() >= bound - 1e-9
-            if (
-                not optimal
-                and search.full_model_size() <= FULL_MODEL_MAX_INTERVALS
-                and not search.out_of_time()
-            ):
-                optimal, cp_bound = search.solve_full(inc, search.remaining() * FULL_MODEL_SHARE)
-                if cp_bound is not None:
-                    bound = min(bound, cp_bound)
-                    search.write_log(f"full model: bound {cp_bound:.3f}, pwo {inc.value():.3f}")
+            search.report(inc, None)
+            bound: float | None = None
+            optimal = False
+            if search.full_model_size() <= FULL_MODEL_MAX_INTERVALS and not search.out_of_time():
+                optimal, bound = search.solve_full(inc, search.remaining() * FULL_MODEL_SHARE)
+                search.write_log(f"full model: bound {bound}, pwo {inc.value():.3f}")
                 search.report(inc, bound)
-            if not optimal and inc.value() < bound - 1e-9:
+            if not optimal:
                 search.lns(inc, bound)
+            if not optimal and not search.stopper.stopped:
+                bound = search.proven_bound(bound)
+                search.report(inc, bound)
         inc.replace(
             list(inc.placements),
             {p.job: p for p in drop_idle_late(instance, list(inc.placements.values()))},
         )
         value = inc.value()
-        status: Status = "optimal" if value >= bound - 1e-6 * max(1.0, bound) else "feasible"
+        proven = bound is not None and value >= bound - 1e-6 * max(1.0, bound)
+        status: Status = "optimal" if proven else "feasible"
         reasons = {
             j.index: unscheduled_reason(instance, j.index, inc.placements, search.est[j.index])
             for j in instance.jobs
@@ -458,7 +462,7 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
             reasons,
             started=search.started,
             status=status,
-            bound=max(bound, value) if status == "optimal" else bound,
+            bound=value if proven else bound,
             build_seconds=round(search.build_seconds, 3),
         )
     finally:
