@@ -1,4 +1,12 @@
-"""A proven upper bound on pwo from an energy LP relaxation, solved with HiGHS.
+"""Proven upper bounds on pwo: `proven_bound` (the tight one) and the energy LP it replaces.
+
+`proven_bound(instance, time_limit)` is the one to call: a pool-level time-indexed relaxation
+(`mipbound.py`), its LP solved by column generation and certified by weak duality, then, on
+models small enough, HiGHS's MIP dual bound on it with the time left. Its LP is never weaker
+than the energy LP below (every solution of it maps to one of the energy LP); on the generated
+medium instances it is about 30% lower, and it also scales to xl, where the energy LP does not.
+
+The energy LP:
 
 CP-SAT's own bound stays near its root relaxation on this problem. This LP keeps only two
 things from the real problem, both true of every valid plan: a job that earns its value puts
@@ -17,7 +25,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -34,6 +42,22 @@ class Bound:
     value: float
     buckets: int  # time buckets used (S when slot-exact)
     seconds: float
+    method: str = "energy LP"
+
+
+def proven_bound(
+    instance: Instance, time_limit: float, log: Callable[[str], None] | None = None
+) -> Bound:
+    """A proven upper bound on pwo for every valid plan, in about `time_limit` seconds.
+
+    The time-indexed relaxation of `mipbound.py`: its LP by column generation, certified by weak
+    duality at every step (so it is valid even when stopped early), then HiGHS's MIP dual bound
+    on the same model when it is small and time is left; the lower of the two. `log` gets one
+    line per column-generation step and a summary.
+    """
+    from horizon_opt.solvers.cpsat.mipbound import time_indexed_bound
+
+    return time_indexed_bound(instance, time_limit, log)
 
 
 def earliest_starts(instance: Instance) -> list[int]:

@@ -29,13 +29,14 @@ from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers import fifo, greedy
 from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
-from horizon_opt.solvers.cpsat.bound import earliest_starts, energy_bound
+from horizon_opt.solvers.cpsat.bound import earliest_starts, proven_bound
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale
 from horizon_opt.solvers.options import Progress, SolveOptions
 
 FULL_MODEL_MAX_INTERVALS = 4_000  # above this, LNS only: the full model stalls on medium instances
 FULL_MODEL_SHARE = 0.5  # of the time limit, when the instance is not proven optimal first
 BOUND_SHARE = 0.2  # of the time limit kept for the proven bound, computed after the search
+SUBPROBLEM_SECONDS = 1.0  # time limit of one LNS subproblem
 # With workers=1 the search budgets CP-SAT deterministic time, so runs repeat exactly. One unit
 # took about 3 s of wall time on the 2-core reference machine (model building included).
 DETERMINISTIC_PER_SECOND = 0.3
@@ -130,12 +131,12 @@ class _Stopper:
     def __init__(self) -> None:
         self.stopped = False
         self.active = False
-        self.solver: cp_model.CpSolver | None = None
+        self.solvers: list[cp_model.CpSolver] = []
 
     def __call__(self, signum: int, frame: object) -> None:
         self.stopped = True
-        if self.solver is not None:
-            self.solver.stop_search()
+        for solver in list(self.solvers):
+            solver.stop_search()
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[_Stopper]:
@@ -150,18 +151,28 @@ class _Stopper:
             self.active = False
             signal.signal(signal.SIGINT, previous)
 
-    def run(self, solver: cp_model.CpSolver, model: cp_model.CpModel) -> Any:
-        """Solve; with the handler installed, in a thread, so that the main thread stays free to
-        take Ctrl-C and stop the search at once (Python runs signal handlers only between
-        bytecodes, never inside a long native call)."""
-        if not self.active:
-            return solver.solve(model)
-        result: list[Any] = []
-        worker = threading.Thread(target=lambda: result.append(solver.solve(model)), daemon=True)
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.1)
-        return result[0]
+    def run(self, jobs: list[tuple[cp_model.CpSolver, cp_model.CpModel]]) -> list[Any]:
+        """Solve each (solver, model) pair, all at once, each in its own thread.
+
+        Threads also keep the main thread free to take Ctrl-C and stop the searches at once
+        (Python runs signal handlers only between bytecodes, never inside a native call).
+        """
+        if len(jobs) == 1 and not self.active:
+            return [jobs[0][0].solve(jobs[0][1])]
+        results: list[Any] = [None] * len(jobs)
+
+        def work(i: int) -> None:
+            results[i] = jobs[i][0].solve(jobs[i][1])
+
+        self.solvers = [solver for solver, _ in jobs]
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(jobs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(0.1)
+        self.solvers = []
+        return results
 
 
 class CpsatSearch:
@@ -223,12 +234,12 @@ class CpsatSearch:
         self.build_seconds += time.perf_counter() - started
         return nm
 
-    def run_solver(
-        self, nm: NodeModel, limit: float, seed: int, log_search: bool = False
-    ) -> tuple[Any, cp_model.CpSolver]:
+    def make_solver(
+        self, limit: float, seed: int, workers: int, log_search: bool = False
+    ) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
         params = solver.parameters
-        params.num_workers = self.opt.workers
+        params.num_workers = workers
         params.random_seed = seed
         if self.deterministic:
             params.max_deterministic_time = max(limit, 0.01)
@@ -239,9 +250,13 @@ class CpsatSearch:
             params.log_to_stdout = False
             solver.log_callback = self.write_log
         params.catch_sigint_signal = False  # Ctrl-C is ours: it keeps the best plan (see _Stopper)
-        self.stopper.solver = solver
-        status = self.stopper.run(solver, nm.model)
-        self.stopper.solver = None
+        return solver
+
+    def run_solver(
+        self, nm: NodeModel, limit: float, seed: int, log_search: bool = False
+    ) -> tuple[Any, cp_model.CpSolver]:
+        solver = self.make_solver(limit, seed, self.opt.workers, log_search)
+        (status,) = self.stopper.run([(solver, nm.model)])
         self.det_used += solver.deterministic_time
         return status, solver
 
@@ -295,18 +310,38 @@ class CpsatSearch:
     def proven_bound(self, cp_bound: float | None) -> float:
         """The tightest proven bound within the time kept for it (at least a second)."""
         budget = max(1.0, self.deadline - time.perf_counter())
-        lp = energy_bound(self.inst, time_limit=budget)
-        self.write_log(f"energy LP bound {lp.value:.3f} ({lp.buckets} buckets, {lp.seconds:.2f}s)")
-        return lp.value if cp_bound is None else min(lp.value, cp_bound)
+        found = proven_bound(self.inst, budget, self.write_log)
+        self.write_log(f"proven bound {found.value:.3f} ({found.method}, {found.seconds:.2f}s)")
+        return found.value if cp_bound is None else min(found.value, cp_bound)
 
     def neighbourhood(
-        self, inc: Incumbent, n_nodes: int, width: int, max_free: int
+        self,
+        inc: Incumbent,
+        n_nodes: int,
+        width: int,
+        max_free: int,
+        avoid: Subproblem | None = None,
     ) -> Subproblem | None:
+        """Free the jobs on a few nodes of one pool in a time window, plus waiting jobs.
+
+        With `avoid`, the result shares no node, no job and no dependency with that subproblem,
+        so both can be solved at once and both results applied.
+        """
         inst = self.inst
         S = inst.slots
-        weights = np.array([p.nodes for p in inst.pools], dtype=float)
+        avoid_nodes: set[int] = set(avoid.nodes) if avoid else set()
+        avoid_jobs: set[int] = set()
+        if avoid is not None:
+            for j in avoid.jobs:
+                avoid_jobs.add(j)
+                avoid_jobs.update(inst.jobs[j].after)
+                avoid_jobs.update(self.successors[j])
+        open_nodes = [[n for n in p.node_range if n not in avoid_nodes] for p in inst.pools]
+        weights = np.array([len(nodes) for nodes in open_nodes], dtype=float)
+        if weights.sum() == 0:
+            return None
         pool = inst.pools[int(self.rng.choice(len(inst.pools), p=weights / weights.sum()))]
-        pool_nodes = list(pool.node_range)
+        pool_nodes = open_nodes[pool.index]
         chosen = set(
             int(n)
             for n in self.rng.choice(pool_nodes, size=min(n_nodes, len(pool_nodes)), replace=False)
@@ -315,9 +350,13 @@ class CpsatSearch:
         b = min(S, a + width)
         free_jobs: list[int] = []
         for j, p in inc.placements.items():
+            if j in avoid_jobs:
+                continue
             if p.start < b and p.end(inst) > a and chosen.intersection(p.nodes):
                 if not chosen.issuperset(p.nodes):
-                    if len(chosen) + len(p.nodes) > 2 * n_nodes:
+                    if len(chosen) + len(p.nodes) > 2 * n_nodes or avoid_nodes.intersection(
+                        p.nodes
+                    ):
                         continue
                     chosen.update(p.nodes)
                 free_jobs.append(j)
@@ -329,6 +368,7 @@ class CpsatSearch:
             j.index
             for j in inst.jobs
             if j.index not in inc.placements
+            and j.index not in avoid_jobs
             and pool.index in j.durations
             and self.est[j.index] < b
             and (j.latest_end(S) > a or self.successors[j.index])
@@ -373,48 +413,74 @@ class CpsatSearch:
             latest[j] = hi
         return Subproblem(free_jobs, nodes, residual, earliest, latest, must, dict(released))
 
+    def accept(
+        self, inc: Incumbent, sub: Subproblem, nm: NodeModel, solver: cp_model.CpSolver, status: Any
+    ) -> bool:
+        """Apply a subproblem's solution when it is no worse; True when pwo went up."""
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return False
+        found = nm.extract(solver)
+        before = sum(p.earned(self.inst) for p in sub.hint.values())
+        after = sum(p.earned(self.inst) for p in found.values())
+        ends_before = sum(p.end(self.inst) for p in sub.hint.values())
+        ends_after = sum(p.end(self.inst) for p in found.values())
+        improved = after > before + 1e-9
+        if improved or (after >= before - 1e-9 and ends_after <= ends_before):
+            inc.replace(sub.jobs, found)
+        return improved
+
     def lns(self, inc: Incumbent, bound: float | None) -> None:
         n_nodes = 4
         width = max(4, self.inst.slots // 4)
         max_free = 30
-        sub_limit = 1.0
+        sub_limit = SUBPROBLEM_SECONDS
         it = 0
         last_report = 0.0
         outcomes: Counter[str] = Counter()
+        # With two or more workers and no need to repeat exactly, two disjoint subproblems are
+        # solved at once, each with half the workers: small subproblems gain little from a
+        # second worker, and twice as many of them are tried.
+        pairs = self.opt.workers >= 2 and not self.deterministic
         while not self.out_of_time(reserve=BOUND_SHARE):
-            it += 1
             sub = self.neighbourhood(inc, n_nodes, width, max_free)
             if sub is None:
                 width = min(self.inst.slots, width * 2)
                 continue
-            nm = self.build(sub)
+            subs = [sub]
+            if pairs:
+                other = self.neighbourhood(inc, n_nodes, width, max_free, avoid=sub)
+                if other is not None:
+                    subs.append(other)
+            models = [self.build(x) for x in subs]
             limit = min(sub_limit, self.remaining(reserve=BOUND_SHARE))
-            status, solver = self.run_solver(nm, limit, self.opt.seed + it)
-            improved = False
-            outcomes[solver.status_name(status)] += 1
-            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                found = nm.extract(solver)
-                before = sum(p.earned(self.inst) for p in sub.hint.values())
-                after = sum(p.earned(self.inst) for p in found.values())
-                ends_before = sum(p.end(self.inst) for p in sub.hint.values())
-                ends_after = sum(p.end(self.inst) for p in found.values())
-                improved = after > before + 1e-9
-                if improved or (after >= before - 1e-9 and ends_after <= ends_before):
-                    inc.replace(sub.jobs, found)
+            workers = max(1, self.opt.workers // len(subs))
+            solvers = [
+                self.make_solver(limit, self.opt.seed + it + k, workers) for k in range(len(subs))
+            ]
+            it += len(subs)
+            statuses = self.stopper.run(
+                [(sv, nm.model) for sv, nm in zip(solvers, models, strict=True)]
+            )
+            for x, nm, solver, status in zip(subs, models, solvers, statuses, strict=True):
+                self.det_used += solver.deterministic_time
+                outcomes[solver.status_name(status)] += 1
+                improved = self.accept(inc, x, nm, solver, status)
+                if improved:
+                    outcomes["improved"] += 1
+                    self.write_log(
+                        f"lns {it:5d} {self.elapsed():8.2f}s pwo {inc.value():.3f} "
+                        f"(nodes {len(x.nodes)}, free jobs {len(x.jobs)}, {solver.status_name(status)})"
+                    )
+                    self.report(inc, bound)
+                    last_report = self.elapsed()
             # Adapt: grow the neighbourhood when it is solved to optimality, shrink when not.
-            if status == cp_model.OPTIMAL:
+            if all(status == cp_model.OPTIMAL for status in statuses):
                 n_nodes = min(n_nodes + 1, 64)
                 max_free = min(max_free + 4, 120)
             else:
                 n_nodes = max(2, n_nodes - 1)
                 max_free = max(10, max_free - 4)
-            if improved:
-                outcomes["improved"] += 1
-                self.write_log(
-                    f"lns {it:5d} {self.elapsed():8.2f}s pwo {inc.value():.3f} "
-                    f"(nodes {len(sub.nodes)}, free jobs {len(sub.jobs)}, {solver.status_name(status)})"
-                )
-            if improved or self.elapsed() - last_report > 1.0:
+            if self.elapsed() - last_report > 1.0:
                 self.report(inc, bound)
                 last_report = self.elapsed()
         self.write_log(

@@ -1,0 +1,217 @@
+"""The proven bound (`proven_bound`, the time-indexed relaxation of `mipbound.py`).
+
+A bound must hold for EVERY valid plan, so: on tiny instances with a hand-computed optimum it is
+at least that optimum (and every solver's pwo), and on seeded random instances it is at least
+what cpsat finds. It must also never be weaker than the energy LP it replaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import horizon_opt as ho
+from horizon_opt.errors import InstanceError
+from horizon_opt.io import parse_spec
+from horizon_opt.solvers.cpsat.bound import energy_bound, proven_bound
+from horizon_opt.solvers.cpsat.mipbound import build_columns, time_indexed_bound
+
+SOLVERS = ["fifo", "fifo-elastic", "greedy", "cpsat"]
+FAST = {"time_limit": 2.0, "workers": 1, "seed": 0}
+
+
+def build(data: dict[str, Any]) -> ho.Instance:
+    return ho.compile_instance(parse_spec(data))
+
+
+def above(bound: float, value: float) -> bool:
+    return bound >= value - 1e-9 * max(1.0, abs(value))
+
+
+# The hand-solved instances of test_solvers.py (the reasoning is written there).
+TROUGH = {
+    "name": "trough",
+    "horizon": {"slots": 6},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 4}],
+    "services": [
+        {"name": "chat", "pool": "p", "gpus_per_replica": 4, "demand": [2, 2, 0, 0, 2, 2]}
+    ],
+    "jobs": [{"id": "a", "priority": 1, "gpus": 8, "duration": 2}],
+}
+PRIORITY = {
+    "name": "priority",
+    "horizon": {"slots": 10},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
+    "jobs": [
+        {"id": "L", "priority": 1, "gpus": 8, "duration": 6, "release": 0},
+        {"id": "H", "priority": 10, "gpus": 8, "duration": 4, "release": 1, "deadline": 6},
+    ],
+}
+FRAGMENT = {
+    "name": "fragment",
+    "horizon": {"slots": 4},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 4}],
+    "jobs": [
+        {"id": "a", "priority": 1, "gpus": 2, "duration": 2},
+        {"id": "b", "priority": 1, "gpus": 2, "duration": 4},
+        {"id": "c", "priority": 1, "gpus": 2, "duration": 4},
+        {"id": "g", "priority": 10, "gpus": 4, "duration": 2, "release": 0, "deadline": 4},
+    ],
+}
+CHAIN = {
+    "name": "chain",
+    "horizon": {"slots": 8, "slot_minutes": 30},
+    "pools": [
+        {"name": "h100", "gpu_type": "H100", "nodes": 1, "gpus_per_node": 8},
+        {"name": "a100", "gpu_type": "A100", "nodes": 1, "gpus_per_node": 8},
+    ],
+    "jobs": [
+        {"id": "train", "priority": 5, "gpus": 8, "duration": {"a100": 8, "h100": 4}},
+        {
+            "id": "quant",
+            "priority": 3,
+            "gpus": 1,
+            "duration": 2,
+            "after": ["train"],
+            "deadline": 7,
+        },
+        {"id": "eval", "priority": 1, "gpus": 1, "duration": 1, "after": ["quant"]},
+    ],
+}
+# One node. `prep` can never meet its deadline (4 slots, deadline 3) but may run late, and
+# `train` (no deadline) runs after it: the optimum is train's value alone, 8 * 2 = 16. A bound
+# that dropped successors of predecessors that cannot be on time would say 0.
+LATE_PREDECESSOR = {
+    "name": "late-predecessor",
+    "horizon": {"slots": 8},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
+    "jobs": [
+        {"id": "prep", "priority": 5, "gpus": 8, "duration": 4, "deadline": 3},
+        {"id": "train", "priority": 1, "gpus": 8, "duration": 2, "after": ["prep"]},
+    ],
+}
+# Two 4-GPU nodes; one 2-GPU replica leaves 6 GPUs, but only one whole node, and each gang
+# needs one: the optimum runs one gang, 1 * 4 * 1 = 4. GPU rows alone would allow 1.5 gangs.
+WHOLE_NODES = {
+    "name": "whole-nodes",
+    "horizon": {"slots": 1},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 4}],
+    "services": [{"name": "s", "pool": "p", "gpus_per_replica": 2, "demand": [1]}],
+    "jobs": [
+        {"id": "a", "priority": 1, "gpus": 4, "duration": 1},
+        {"id": "b", "priority": 1, "gpus": 4, "duration": 1},
+    ],
+}
+OPTIMUM = {
+    "trough": 16.0,
+    "priority": 320.0,
+    "fragment": 100.0,
+    "chain": 83.5,
+    "late-predecessor": 16.0,
+}
+HAND = {d["name"]: d for d in (TROUGH, PRIORITY, FRAGMENT, CHAIN, LATE_PREDECESSOR)}
+
+
+@pytest.mark.parametrize("name", HAND)
+def test_bound_is_the_hand_optimum(name: str) -> None:
+    """On these the relaxation is exact: the bound equals the optimum (and is above it)."""
+    bound = proven_bound(build(HAND[name]), time_limit=5.0)
+    assert above(bound.value, OPTIMUM[name])
+    assert bound.value == pytest.approx(OPTIMUM[name], rel=1e-6)
+
+
+@pytest.mark.parametrize("name", HAND)
+def test_bound_is_above_every_solver(name: str) -> None:
+    inst = build(HAND[name])
+    bound = proven_bound(inst, time_limit=5.0).value
+    for solver in SOLVERS:
+        plan = ho.solve(inst, solver, **FAST)
+        assert ho.check(inst, plan) == []
+        assert above(bound, plan.objective), solver
+
+
+def test_gangs_need_whole_nodes_beside_inference() -> None:
+    inst = build(WHOLE_NODES)
+    assert proven_bound(inst, time_limit=5.0).value == pytest.approx(4.0, rel=1e-6)
+    assert energy_bound(inst).value == pytest.approx(6.0)
+
+
+def test_stopped_at_once_is_still_a_bound() -> None:
+    inst = build(CHAIN)
+    bound = proven_bound(inst, time_limit=0.0)
+    assert above(bound.value, OPTIMUM["chain"])
+    assert bound.method.startswith("time-indexed")
+
+
+def test_columns_only_hold_runs_that_fit_alone() -> None:
+    cols = build_columns(build(TROUGH))
+    # the 8-GPU gang takes both nodes: only in the trough, starting at slot 2
+    assert cols.start.tolist() == [2]
+    assert cols.nodes.tolist() == [2.0]
+
+
+def random_instance(rng: np.random.Generator) -> dict[str, Any]:
+    slots = int(rng.integers(3, 9))
+    gpn = int(rng.choice([2, 4, 8]))
+    nodes = int(rng.integers(1, 4))
+    pools: list[dict[str, Any]] = [
+        {"name": "p", "gpu_type": "x", "nodes": nodes, "gpus_per_node": gpn}
+    ]
+    if rng.random() < 0.5:
+        pools.append(
+            {"name": "q", "gpu_type": "y", "nodes": int(rng.integers(1, 3)), "gpus_per_node": 4}
+        )
+    data: dict[str, Any] = {"name": "random", "horizon": {"slots": slots}, "pools": pools}
+    if rng.random() < 0.3:
+        data["outages"] = [{"node": "p-0", "start": int(rng.integers(0, slots)), "end": slots}]
+    if rng.random() < 0.6:
+        size = int(rng.choice([r for r in (1, 2, gpn) if gpn % r == 0]))
+        top = nodes * gpn // size
+        demand = [int(x) for x in rng.integers(0, top + 1, size=slots)]
+        data["services"] = [{"name": "s", "pool": "p", "gpus_per_replica": size, "demand": demand}]
+    jobs: list[dict[str, Any]] = []
+    for i in range(int(rng.integers(1, 7))):
+        gang = int(rng.choice([1, 2, 3, 4, gpn, 2 * gpn]))
+        fits = [
+            p
+            for p in pools
+            if gang <= p["gpus_per_node"]
+            or (gang % p["gpus_per_node"] == 0 and gang // p["gpus_per_node"] <= p["nodes"])
+        ]
+        if not fits:
+            continue
+        release = int(rng.integers(0, slots))
+        job: dict[str, Any] = {
+            "id": f"j{i}",
+            "priority": int(rng.integers(1, 11)),
+            "gpus": gang,
+            "duration": {p["name"]: int(rng.integers(1, slots + 1)) for p in fits},
+            "release": release,
+        }
+        if rng.random() < 0.5:
+            job["deadline"] = int(rng.integers(release, slots + 1))
+        if jobs and rng.random() < 0.5:
+            job["after"] = [jobs[int(rng.integers(0, len(jobs)))]["id"]]
+        jobs.append(job)
+    data["jobs"] = jobs
+    return data
+
+
+def test_bound_holds_on_random_instances() -> None:
+    """Bound >= cpsat's pwo (and greedy's); never weaker than the energy LP when converged."""
+    rng = np.random.default_rng(20261130)
+    checked = 0
+    while checked < 40:
+        try:
+            inst = build(random_instance(rng))
+        except InstanceError:
+            continue  # e.g. an outage leaves inference short
+        checked += 1
+        bound = time_indexed_bound(inst, time_limit=5.0)
+        for solver in ("greedy", "cpsat"):
+            plan = ho.solve(inst, solver, **FAST)
+            assert above(bound.value, plan.objective), (solver, inst.spec)
+        energy = energy_bound(inst).value
+        assert bound.value <= energy + 1e-5 * max(1.0, energy), inst.spec
