@@ -38,8 +38,10 @@ FULL_MODEL_SHARE = 0.5  # of the time limit, when the instance is not proven opt
 BOUND_SHARE = 0.2  # of the time limit kept for the proven bound, computed after the search
 SUBPROBLEM_SECONDS = 1.0  # time limit of one LNS subproblem
 # With workers=1 the search budgets CP-SAT deterministic time, so runs repeat exactly. One unit
-# took about 3 s of wall time on the 2-core reference machine (model building included).
-DETERMINISTIC_PER_SECOND = 0.3
+# took 3-7 s of wall time on the 2-core reference machine (model building included, more on
+# larger instances); the budget is set so that the search usually ends before the time limit.
+DETERMINISTIC_PER_SECOND = 0.15
+WALL_GUARD = 1.25  # with workers=1, stop anyway at this multiple of the time limit
 
 
 @dataclass
@@ -206,10 +208,10 @@ class CpsatSearch:
         if self.stopper.stopped:
             return True
         if self.deterministic:
-            # Deterministic budget; the wall clock only guards against a runaway (at 2x).
+            # Deterministic budget; the wall clock only guards against a runaway.
             return (
                 self.det_used >= self.det_budget * (1 - reserve)
-                or time.perf_counter() > self.deadline + self.opt.time_limit
+                or time.perf_counter() > self.started + WALL_GUARD * self.opt.time_limit
             )
         return time.perf_counter() >= self.deadline - reserve * self.opt.time_limit
 
@@ -309,7 +311,7 @@ class CpsatSearch:
 
     def proven_bound(self, cp_bound: float | None) -> float:
         """The tightest proven bound within the time kept for it (at least a second)."""
-        budget = max(1.0, self.deadline - time.perf_counter())
+        budget = max(1.0, self.deadline - time.perf_counter(), 0.1 * self.opt.time_limit)
         found = proven_bound(self.inst, budget, self.write_log)
         self.write_log(f"proven bound {found.value:.3f} ({found.method}, {found.seconds:.2f}s)")
         return found.value if cp_bound is None else min(found.value, cp_bound)
