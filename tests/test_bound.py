@@ -7,6 +7,7 @@ what cpsat finds. It must also never be weaker than the energy LP it replaces.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -104,14 +105,29 @@ WHOLE_NODES = {
         {"id": "b", "priority": 1, "gpus": 4, "duration": 1},
     ],
 }
+# One node, 6 slots. `block` (value 10 * 8 * 3 = 240) is on time only at 0-3. `check` (40) must
+# start after `prep` (16) ends and end by 5, which with `block` at 0-3 leaves prep 3-5: too late.
+# So block + prep = 256 (check late), or prep, check and a late block = 56. Counting runs alone
+# (check only needs prep to run somewhere) would allow block, check at 3-4, prep at 4-6: 296.
+ORDER = {
+    "name": "order",
+    "horizon": {"slots": 6},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
+    "jobs": [
+        {"id": "block", "priority": 10, "gpus": 8, "duration": 3, "deadline": 3},
+        {"id": "prep", "priority": 1, "gpus": 8, "duration": 2},
+        {"id": "check", "priority": 5, "gpus": 8, "duration": 1, "after": ["prep"], "deadline": 5},
+    ],
+}
 OPTIMUM = {
     "trough": 16.0,
     "priority": 320.0,
     "fragment": 100.0,
     "chain": 83.5,
     "late-predecessor": 16.0,
+    "order": 256.0,
 }
-HAND = {d["name"]: d for d in (TROUGH, PRIORITY, FRAGMENT, CHAIN, LATE_PREDECESSOR)}
+HAND = {d["name"]: d for d in (TROUGH, PRIORITY, FRAGMENT, CHAIN, LATE_PREDECESSOR, ORDER)}
 
 
 @pytest.mark.parametrize("name", HAND)
@@ -143,6 +159,15 @@ def test_stopped_at_once_is_still_a_bound() -> None:
     bound = proven_bound(inst, time_limit=0.0)
     assert above(bound.value, OPTIMUM["chain"])
     assert bound.method.startswith("time-indexed")
+
+
+def test_no_jobs() -> None:
+    data = {
+        "name": "idle",
+        "horizon": {"slots": 4},
+        "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
+    }
+    assert proven_bound(build(data), time_limit=1.0).value == pytest.approx(0.0, abs=1e-6)
 
 
 def test_columns_only_hold_runs_that_fit_alone() -> None:
@@ -199,13 +224,73 @@ def random_instance(rng: np.random.Generator) -> dict[str, Any]:
     return data
 
 
-def test_bound_holds_on_random_instances() -> None:
+def busier_instance(rng: np.random.Generator) -> dict[str, Any]:
+    """Two pools, inference on both, an outage, 5-25 jobs with deadlines and dependencies."""
+    slots = int(rng.integers(6, 17))
+    pools: list[dict[str, Any]] = [
+        {"name": "p", "gpu_type": "x", "nodes": int(rng.integers(2, 5)), "gpus_per_node": 8},
+        {"name": "q", "gpu_type": "y", "nodes": int(rng.integers(1, 4)), "gpus_per_node": 4},
+    ]
+    start = int(rng.integers(0, slots))
+    data: dict[str, Any] = {
+        "name": "busier",
+        "horizon": {"slots": slots},
+        "pools": pools,
+        "outages": [{"node": "p-1", "start": start, "end": start + int(rng.integers(1, 6))}],
+        "services": [
+            {
+                "name": f"s{k}",
+                "pool": pool["name"],
+                "gpus_per_replica": size,
+                "headroom": 0.1,
+                "demand": [
+                    round(float(x), 1)
+                    for x in rng.uniform(
+                        0, 0.6 * pool["nodes"] * pool["gpus_per_node"] / size, slots
+                    )
+                ],
+            }
+            for k, pool in enumerate(pools)
+            for size in [int(rng.choice([1, 2, 4]))]
+        ],
+    }
+    jobs: list[dict[str, Any]] = []
+    for i in range(int(rng.integers(5, 26))):
+        gang = int(rng.choice([1, 2, 4, 8, 16]))
+        fits = [
+            p
+            for p in pools
+            if gang <= p["gpus_per_node"]
+            or (gang % p["gpus_per_node"] == 0 and gang // p["gpus_per_node"] <= p["nodes"])
+        ]
+        release = int(rng.integers(0, slots))
+        job: dict[str, Any] = {
+            "id": f"j{i}",
+            "priority": int(rng.integers(1, 11)),
+            "gpus": gang,
+            "duration": {p["name"]: int(rng.integers(1, max(2, slots // 2))) for p in fits},
+            "release": release,
+        }
+        if rng.random() < 0.4:
+            job["deadline"] = int(rng.integers(release, slots + 1))
+        if jobs and rng.random() < 0.4:
+            job["after"] = [jobs[int(rng.integers(0, len(jobs)))]["id"]]
+        if fits:
+            jobs.append(job)
+    data["jobs"] = jobs
+    return data
+
+
+@pytest.mark.parametrize("make", [random_instance, busier_instance])
+def test_bound_holds_on_random_instances(
+    make: Callable[[np.random.Generator], dict[str, Any]],
+) -> None:
     """Bound >= cpsat's pwo (and greedy's); never weaker than the energy LP when converged."""
     rng = np.random.default_rng(20261130)
     checked = 0
-    while checked < 40:
+    while checked < 60:
         try:
-            inst = build(random_instance(rng))
+            inst = build(make(rng))
         except InstanceError:
             continue  # e.g. an outage leaves inference short
         checked += 1
