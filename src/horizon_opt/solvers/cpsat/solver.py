@@ -485,9 +485,15 @@ class CpsatSearch:
             if self.elapsed() - last_report > 1.0:
                 self.report(inc, bound)
                 last_report = self.elapsed()
+        if self.stopper.stopped:
+            why = "Ctrl-C"
+        elif self.deterministic and self.det_used >= self.det_budget * (1 - BOUND_SHARE):
+            why = "deterministic budget (a rerun repeats this run)"
+        else:
+            why = "time limit"
         self.write_log(
             f"lns: {it} subproblems in {self.elapsed():.1f}s ({dict(outcomes)}), "
-            f"model building {self.build_seconds:.1f}s"
+            f"model building {self.build_seconds:.1f}s; stopped by {why}"
         )
 
 
