@@ -13,9 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+# The hand-solved instances of test_solvers.py (the reasoning is written there).
+from test_solvers import CHAIN, FRAGMENT, PRIORITY, TROUGH, build
+
 import horizon_opt as ho
 from horizon_opt.errors import InstanceError
-from horizon_opt.io import parse_spec
 from horizon_opt.solvers.cpsat.bound import energy_bound, proven_bound
 from horizon_opt.solvers.cpsat.mipbound import build_columns, time_indexed_bound
 
@@ -23,64 +25,10 @@ SOLVERS = ["fifo", "fifo-elastic", "greedy", "cpsat"]
 FAST = {"time_limit": 2.0, "workers": 1, "seed": 0}
 
 
-def build(data: dict[str, Any]) -> ho.Instance:
-    return ho.compile_instance(parse_spec(data))
-
-
 def above(bound: float, value: float) -> bool:
     return bound >= value - 1e-9 * max(1.0, abs(value))
 
 
-# The hand-solved instances of test_solvers.py (the reasoning is written there).
-TROUGH = {
-    "name": "trough",
-    "horizon": {"slots": 6},
-    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 4}],
-    "services": [
-        {"name": "chat", "pool": "p", "gpus_per_replica": 4, "demand": [2, 2, 0, 0, 2, 2]}
-    ],
-    "jobs": [{"id": "a", "priority": 1, "gpus": 8, "duration": 2}],
-}
-PRIORITY = {
-    "name": "priority",
-    "horizon": {"slots": 10},
-    "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
-    "jobs": [
-        {"id": "L", "priority": 1, "gpus": 8, "duration": 6, "release": 0},
-        {"id": "H", "priority": 10, "gpus": 8, "duration": 4, "release": 1, "deadline": 6},
-    ],
-}
-FRAGMENT = {
-    "name": "fragment",
-    "horizon": {"slots": 4},
-    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 4}],
-    "jobs": [
-        {"id": "a", "priority": 1, "gpus": 2, "duration": 2},
-        {"id": "b", "priority": 1, "gpus": 2, "duration": 4},
-        {"id": "c", "priority": 1, "gpus": 2, "duration": 4},
-        {"id": "g", "priority": 10, "gpus": 4, "duration": 2, "release": 0, "deadline": 4},
-    ],
-}
-CHAIN = {
-    "name": "chain",
-    "horizon": {"slots": 8, "slot_minutes": 30},
-    "pools": [
-        {"name": "h100", "gpu_type": "H100", "nodes": 1, "gpus_per_node": 8},
-        {"name": "a100", "gpu_type": "A100", "nodes": 1, "gpus_per_node": 8},
-    ],
-    "jobs": [
-        {"id": "train", "priority": 5, "gpus": 8, "duration": {"a100": 8, "h100": 4}},
-        {
-            "id": "quant",
-            "priority": 3,
-            "gpus": 1,
-            "duration": 2,
-            "after": ["train"],
-            "deadline": 7,
-        },
-        {"id": "eval", "priority": 1, "gpus": 1, "duration": 1, "after": ["quant"]},
-    ],
-}
 # One node. `prep` can never meet its deadline (4 slots, deadline 3) but may run late, and
 # `train` (no deadline) runs after it: the optimum is train's value alone, 8 * 2 = 16. A bound
 # that dropped successors of predecessors that cannot be on time would say 0.
