@@ -431,7 +431,7 @@ class CpsatSearch:
             inc.replace(sub.jobs, found)
         return improved
 
-    def lns(self, inc: Incumbent, bound: float | None) -> None:
+    def lns(self, inc: Incumbent) -> None:
         n_nodes = 4
         width = max(4, self.inst.slots // 4)
         max_free = 30
@@ -473,7 +473,7 @@ class CpsatSearch:
                         f"lns {it:5d} {self.elapsed():8.2f}s pwo {inc.value():.3f} "
                         f"(nodes {len(x.nodes)}, free jobs {len(x.jobs)}, {solver.status_name(status)})"
                     )
-                    self.report(inc, bound)
+                    self.report(inc, None)
                     last_report = self.elapsed()
             # Adapt: grow the neighbourhood when it is solved to optimality, shrink when not.
             if all(status == cp_model.OPTIMAL for status in statuses):
@@ -483,7 +483,7 @@ class CpsatSearch:
                 n_nodes = max(2, n_nodes - 1)
                 max_free = max(10, max_free - 4)
             if self.elapsed() - last_report > 1.0:
-                self.report(inc, bound)
+                self.report(inc, None)
                 last_report = self.elapsed()
         if self.stopper.stopped:
             why = "Ctrl-C"
@@ -518,7 +518,7 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
                     f"bound {layout_bound}, pwo {inc.value():.3f}"
                 )
             if not optimal:
-                search.lns(inc, None)
+                search.lns(inc)
             if not search.stopper.stopped:
                 bound = search.proven_bound()
                 search.report(inc, bound)
