@@ -57,13 +57,12 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import IO, Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from horizon_opt.check import check
 from horizon_opt.errors import InputError
 from horizon_opt.generate import SIZES, GeneratorError, generate_file
-from horizon_opt.io import load_instance, validation_problems, write_atomic
+from horizon_opt.io import load_instance, read_yaml, validation_problems, write_atomic
 from horizon_opt.metrics import evaluate
 from horizon_opt.solvers import SOLVERS, Progress, solve
 
@@ -167,12 +166,7 @@ class Suite:
 def load_suite(path: str | os.PathLike[str]) -> Suite:
     """Read and validate a suite file; raises InputError with one line per problem."""
     file = Path(path)
-    try:
-        data = yaml.safe_load(file.read_text())
-    except OSError as exc:
-        raise InputError([f"{file}: cannot read: {exc.strerror}"]) from None
-    except yaml.YAMLError as exc:
-        raise InputError([f"{file}: not valid YAML: {exc}"]) from None
+    data = read_yaml(file)
     if not isinstance(data, dict):
         raise InputError([f"{file}: expected a mapping of fields"])
     try:

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from horizon_opt.errors import InstanceError
+from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.instance import Instance, compile_instance
 from horizon_opt.spec import DemandCsv, InstanceSpec
 
@@ -104,18 +104,21 @@ def read_demand_csv(spec: InstanceSpec, base: Path) -> dict[int, list[float]]:
     return out
 
 
+def read_yaml(path: str | os.PathLike[str], error: type[InputError] = InputError) -> Any:
+    """Parsed YAML of a file; an unreadable file or bad YAML raises `error` naming the file."""
+    file = Path(path)
+    try:
+        return yaml.safe_load(file.read_text())
+    except OSError as exc:
+        raise error([f"{file}: cannot read: {exc.strerror}"]) from None
+    except yaml.YAMLError as exc:
+        raise error([f"{file}: not valid YAML: {exc}"]) from None
+
+
 def load_instance(path: str | os.PathLike[str]) -> Instance:
     """Read, validate and compile an instance file. Raises InstanceError on any bad input."""
     file = Path(path)
-    try:
-        text = file.read_text()
-    except OSError as exc:
-        raise InstanceError([f"{file}: cannot read: {exc.strerror}"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InstanceError([f"{file}: not valid YAML: {exc}"]) from None
-    spec = parse_spec(data)
+    spec = parse_spec(read_yaml(file, InstanceError))
     return compile_instance(spec, read_demand_csv(spec, file.parent))
 
 
