@@ -10,10 +10,11 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -115,6 +116,15 @@ class Instance:
     def capacity(self) -> IntArray:
         """[N, S] GPUs of each node at each slot: gpus_per_node while up, 0 while down."""
         return self.node_gpus[:, None] * self.up
+
+    @cached_property
+    def successors(self) -> tuple[tuple[int, ...], ...]:
+        """For each job, the jobs that run after it (the reverse of `after`)."""
+        out: list[list[int]] = [[] for _ in self.jobs]
+        for job in self.jobs:
+            for p in job.after:
+                out[p].append(job.index)
+        return tuple(tuple(x) for x in out)
 
     @cached_property
     def node_index(self) -> dict[str, int]:
@@ -437,23 +447,24 @@ class _Compiler:
         )
 
 
-def topological_order(instance: Instance) -> list[int]:
-    """Job indices such that every job comes after the jobs it runs after (file order otherwise)."""
+def topological_order(instance: Instance, key: Callable[[int], Any] | None = None) -> list[int]:
+    """Job indices such that every job comes after the jobs it runs after.
+
+    Among the jobs whose predecessors are all placed, the one with the smallest `key(job index)`
+    comes next (ties, and the default: file order).
+    """
+    rank = key if key is not None else (lambda j: j)
     waiting = [len(j.after) for j in instance.jobs]
-    successors: list[list[int]] = [[] for _ in instance.jobs]
-    for job in instance.jobs:
-        for p in job.after:
-            successors[p].append(job.index)
-    ready = [j.index for j in instance.jobs if not j.after]
+    ready = [(rank(j.index), j.index) for j in instance.jobs if not j.after]
     heapq.heapify(ready)
     order: list[int] = []
     while ready:
-        j = heapq.heappop(ready)
+        _, j = heapq.heappop(ready)
         order.append(j)
-        for s in successors[j]:
+        for s in instance.successors[j]:
             waiting[s] -= 1
             if waiting[s] == 0:
-                heapq.heappush(ready, s)
+                heapq.heappush(ready, (rank(s), s))
     return order
 
 

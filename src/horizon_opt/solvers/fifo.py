@@ -6,7 +6,6 @@ This is the policy most clusters run today and the one the optimizer is measured
 
 from __future__ import annotations
 
-import heapq
 import time
 
 from horizon_opt.inference import elastic_layout, static_peak_layout
@@ -29,22 +28,7 @@ def release_order(instance: Instance) -> list[int]:
     for j in topological_order(instance):
         job = instance.jobs[j]
         eff[j] = max([job.release, *(eff[p] for p in job.after)])
-    waiting = [len(j.after) for j in instance.jobs]
-    successors: list[list[int]] = [[] for _ in instance.jobs]
-    for job in instance.jobs:
-        for p in job.after:
-            successors[p].append(job.index)
-    ready = [(eff[j.index], j.index) for j in instance.jobs if not j.after]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        _, j = heapq.heappop(ready)
-        order.append(j)
-        for s in successors[j]:
-            waiting[s] -= 1
-            if waiting[s] == 0:
-                heapq.heappush(ready, (eff[s], s))
-    return order
+    return topological_order(instance, key=eff.__getitem__)
 
 
 def solve(

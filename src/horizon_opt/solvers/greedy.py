@@ -13,7 +13,6 @@ packs best depends on the instance.
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from collections.abc import Callable
@@ -70,19 +69,7 @@ def place_in_order(
     grid = CapacityGrid(instance, layout.free)
     placements: dict[int, Placement] = {}
     reasons: dict[int, str] = {}
-    waiting = [len(j.after) for j in instance.jobs]
-    successors: list[list[int]] = [[] for _ in instance.jobs]
-    for job in instance.jobs:
-        for p in job.after:
-            successors[p].append(job.index)
-    ready = [(ranks[j.index], j.index) for j in instance.jobs if not j.after]
-    heapq.heapify(ready)
-    while ready:
-        _, j = heapq.heappop(ready)
-        for s in successors[j]:
-            waiting[s] -= 1
-            if waiting[s] == 0:
-                heapq.heappush(ready, (ranks[s], s))
+    for j in topological_order(instance, key=ranks.__getitem__):
         job = instance.jobs[j]
         missing = [instance.jobs[p].id for p in job.after if p not in placements]
         if missing:
@@ -91,7 +78,7 @@ def place_in_order(
         t0 = max([job.release, *(placements[p].end(instance) for p in job.after)])
         latest = job.latest_end(instance.slots)
         best = earliest_end(grid, job, t0, latest)
-        if best is None and successors[j]:
+        if best is None and instance.successors[j]:
             # Too late to earn its own value, but its successors may still earn theirs.
             best = earliest_end(grid, job, t0, instance.slots)
         if best is None:

@@ -193,10 +193,6 @@ class CpsatSearch:
         self.est = earliest_starts(instance)
         self.stopper = _Stopper()
         self.build_seconds = 0.0
-        self.successors: list[list[int]] = [[] for _ in instance.jobs]
-        for job in instance.jobs:
-            for p in job.after:
-                self.successors[p].append(job.index)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -337,7 +333,7 @@ class CpsatSearch:
             for j in avoid.jobs:
                 avoid_jobs.add(j)
                 avoid_jobs.update(inst.jobs[j].after)
-                avoid_jobs.update(self.successors[j])
+                avoid_jobs.update(self.inst.successors[j])
         open_nodes = [[n for n in p.node_range if n not in avoid_nodes] for p in inst.pools]
         weights = np.array([len(nodes) for nodes in open_nodes], dtype=float)
         if weights.sum() == 0:
@@ -373,7 +369,7 @@ class CpsatSearch:
             and j.index not in avoid_jobs
             and pool.index in j.durations
             and self.est[j.index] < b
-            and (j.latest_end(S) > a or self.successors[j.index])
+            and (j.latest_end(S) > a or self.inst.successors[j.index])
             and all(q in inc.placements for q in j.after)
         ]
         room = min(len(waiting), max(4, max_free - len(free_jobs)))
@@ -407,7 +403,7 @@ class CpsatSearch:
                 if q not in free_set:
                     lo = max(lo, inc.placements[q].end(inst))
             hi = S
-            for s in self.successors[j]:
+            for s in self.inst.successors[j]:
                 if s not in free_set and s in inc.placements:
                     hi = min(hi, inc.placements[s].start)
                     must.add(j)
