@@ -64,8 +64,16 @@ def earliest_end(grid: CapacityGrid, job: Job, t0: int, latest: int) -> Fit | No
 
 
 def place_in_order(
-    instance: Instance, layout: Layout, ranks: list[Rank]
+    instance: Instance,
+    layout: Layout,
+    ranks: list[Rank],
+    targets: dict[int, int] | None = None,
 ) -> tuple[list[Placement], dict[int, str]]:
+    """Place jobs in rank order (predecessors first), each at its earliest-ending fit.
+
+    `targets` (optional, per job) is a start to aim for: the job first looks for a fit from
+    there, and only when none exists from its earliest start.
+    """
     grid = CapacityGrid(instance, layout.free)
     placements: dict[int, Placement] = {}
     reasons: dict[int, str] = {}
@@ -77,7 +85,11 @@ def place_in_order(
             continue
         t0 = max([job.release, *(placements[p].end(instance) for p in job.after)])
         latest = job.latest_end(instance.slots)
-        best = earliest_end(grid, job, t0, latest)
+        best = None
+        if targets is not None and targets.get(j, t0) > t0:
+            best = earliest_end(grid, job, targets[j], latest)
+        if best is None:
+            best = earliest_end(grid, job, t0, latest)
         if best is None and instance.successors[j]:
             # Too late to earn its own value, but its successors may still earn theirs.
             best = earliest_end(grid, job, t0, instance.slots)

