@@ -33,6 +33,7 @@ TARGET_SLACK = (None, 0, 2)  # aim at the LP's start (minus this many slots), or
 class LpGuide:
     share: FloatArray  # [J] the share of each job that the LP runs, 0..1
     start: dict[int, int]  # the start of each job's heaviest LP run (jobs the LP runs)
+    pool: dict[int, int]  # the pool of that run
 
     def selected(self, j: int) -> bool:
         return bool(self.share[j] >= SELECTED)
@@ -47,12 +48,13 @@ def lp_guide(relaxation: Relaxation) -> LpGuide | None:
     share = np.zeros(cols.jobs)
     np.add.at(share, cols.job[ks], x)
     start: dict[int, int] = {}
+    pool: dict[int, int] = {}
     heaviest: dict[int, float] = {}
     for k, xv in zip(ks.tolist(), x.tolist(), strict=True):
         j = int(cols.job[k])
         if xv > heaviest.get(j, 1e-6):
-            heaviest[j], start[j] = xv, int(cols.start[k])
-    return LpGuide(np.minimum(share, 1.0), start)
+            heaviest[j], start[j], pool[j] = xv, int(cols.start[k]), int(cols.pool[k])
+    return LpGuide(np.minimum(share, 1.0), start, pool)
 
 
 def _orders(guide: LpGuide) -> dict[str, Callable[[Job], Rank]]:
@@ -94,9 +96,7 @@ def guided_placements(
         ranks = inherited_ranks(instance, rank)
         for slack in TARGET_SLACK:
             targets = (
-                None
-                if slack is None
-                else {j: max(0, s - slack) for j, s in guide.start.items()}
+                None if slack is None else {j: max(0, s - slack) for j, s in guide.start.items()}
             )
             placements, _ = place_in_order(instance, layout, ranks, targets)
             placements = drop_idle_late(instance, placements)

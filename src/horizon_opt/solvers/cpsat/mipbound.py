@@ -656,7 +656,9 @@ def tighten(
         say(f"time-indexed MIP: dual bound {mip}")
         if mip is not None and mip < value:
             value, method = mip, "time-indexed MIP"
-    return Bound(value, cols.free.shape[1], relaxation.seconds + time.perf_counter() - started, method)
+    return Bound(
+        value, cols.free.shape[1], relaxation.seconds + time.perf_counter() - started, method
+    )
 
 
 def time_indexed_bound(

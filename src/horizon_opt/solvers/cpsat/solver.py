@@ -28,7 +28,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from horizon_opt.inference import IntArray, Layout, elastic_layout
-from horizon_opt.instance import Instance
+from horizon_opt.instance import Instance, Pool
 from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers import fifo, greedy
 from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
@@ -356,6 +356,10 @@ class CpsatSearch:
     ) -> Subproblem | None:
         """Free the jobs on a few nodes of one pool in a time window, plus waiting jobs.
 
+        Half the time the window is random; the other half it is cut around one waiting job
+        (drawn by value and LP share) on the nodes with the most room there, wide enough for
+        its whole run: a long gang never fits a window shorter than itself.
+
         With `avoid`, the result shares no node, no job and no dependency with that subproblem,
         so both can be solved at once and both results applied.
         """
@@ -369,17 +373,42 @@ class CpsatSearch:
                 avoid_jobs.update(inst.jobs[j].after)
                 avoid_jobs.update(self.inst.successors[j])
         open_nodes = [[n for n in p.node_range if n not in avoid_nodes] for p in inst.pools]
-        weights = np.array([len(nodes) for nodes in open_nodes], dtype=float)
-        if weights.sum() == 0:
-            return None
-        pool = inst.pools[int(self.rng.choice(len(inst.pools), p=weights / weights.sum()))]
-        pool_nodes = open_nodes[pool.index]
-        chosen = set(
-            int(n)
-            for n in self.rng.choice(pool_nodes, size=min(n_nodes, len(pool_nodes)), replace=False)
-        )
-        a = int(self.rng.integers(0, max(1, S - width + 1)))
-        b = min(S, a + width)
+        waiting = [
+            j.index
+            for j in inst.jobs
+            if j.index not in inc.placements
+            and j.index not in avoid_jobs
+            and all(q in inc.placements for q in j.after)
+        ]
+        weights = np.array([inst.jobs[j].value for j in waiting], dtype=float)
+        if guide is not None and waiting:
+            weights *= 0.1 + guide.share[waiting]
+        target = None
+        if waiting and weights.sum() > 0 and self.rng.random() < 0.5:
+            target = self.target_window(
+                inc,
+                waiting[int(self.rng.choice(len(waiting), p=weights / weights.sum()))],
+                open_nodes,
+                n_nodes,
+                guide,
+            )
+        if target is not None:
+            pool, chosen, a, b, seed_jobs = target
+        else:
+            sizes = np.array([len(nodes) for nodes in open_nodes], dtype=float)
+            if sizes.sum() == 0:
+                return None
+            pool = inst.pools[int(self.rng.choice(len(inst.pools), p=sizes / sizes.sum()))]
+            pool_nodes = open_nodes[pool.index]
+            chosen = set(
+                int(n)
+                for n in self.rng.choice(
+                    pool_nodes, size=min(n_nodes, len(pool_nodes)), replace=False
+                )
+            )
+            a = int(self.rng.integers(0, max(1, S - width + 1)))
+            b = min(S, a + width)
+            seed_jobs = []
         free_jobs: list[int] = []
         for j, p in inc.placements.items():
             if j in avoid_jobs:
@@ -393,33 +422,26 @@ class CpsatSearch:
                     chosen.update(p.nodes)
                 free_jobs.append(j)
         self.rng.shuffle(free_jobs)
-        free_jobs = free_jobs[:max_free]
-        free_set = set(free_jobs)
-        # Unscheduled jobs that could run on this pool in the window, most valuable first.
-        waiting = [
-            j.index
-            for j in inst.jobs
-            if j.index not in inc.placements
-            and j.index not in avoid_jobs
-            and pool.index in j.durations
-            and self.est[j.index] < b
-            and (j.latest_end(S) > a or self.inst.successors[j.index])
-            and all(q in inc.placements for q in j.after)
+        free_jobs = seed_jobs + free_jobs[: max(0, max_free - len(seed_jobs))]
+        # Waiting jobs that could run on this pool in the window, drawn by value (and LP share).
+        fits = [
+            i
+            for i, j in enumerate(waiting)
+            if j not in seed_jobs
+            and pool.index in inst.jobs[j].durations
+            and self.est[j] < b
+            and (inst.jobs[j].latest_end(S) > a or self.inst.successors[j])
         ]
-        room = min(len(waiting), max(4, max_free - len(free_jobs)))
-        if room:
-            # Sample by value (and LP share): the most valuable waiting jobs, and those the LP
-            # runs, are tried most often, not always.
-            weights = np.array([inst.jobs[j].value for j in waiting])
-            if guide is not None:
-                weights *= 0.1 + guide.share[waiting]
+        room = min(len(fits), max(4, max_free - len(free_jobs)))
+        if room and weights[fits].sum() > 0:
+            w = weights[fits]
             picks = self.rng.choice(
-                len(waiting), size=room, replace=False, p=weights / weights.sum()
+                len(fits), size=min(room, int((w > 0).sum())), replace=False, p=w / w.sum()
             )
-            free_jobs += [waiting[int(i)] for i in picks]
-        free_set = set(free_jobs)
+            free_jobs += [waiting[fits[int(i)]] for i in picks]
         if not free_jobs:
             return None
+        free_set = set(free_jobs)
         nodes = sorted(chosen)
         released = {j: inc.placements[j] for j in free_jobs if j in inc.placements}
         residual = (inc.free - inc.used)[nodes].copy()
@@ -447,6 +469,48 @@ class CpsatSearch:
             earliest[j] = lo
             latest[j] = hi
         return Subproblem(free_jobs, nodes, residual, earliest, latest, must, dict(released))
+
+    def target_window(
+        self,
+        inc: Incumbent,
+        j: int,
+        open_nodes: list[list[int]],
+        n_nodes: int,
+        guide: LpGuide | None,
+    ) -> tuple[Pool, set[int], int, int, list[int]] | None:
+        """A window for waiting job j: a pool it may use, around the LP's start when known,
+        on the nodes of that pool with the most GPU-slots free there."""
+        inst = self.inst
+        job = inst.jobs[j]
+        pools = [
+            p
+            for p in job.durations
+            if len(open_nodes[p]) >= (inst.pools[p].nodes_needed(job.gpus) or 10**9)
+        ]
+        if not pools:
+            return None
+        p = (
+            guide.pool[j]
+            if guide is not None and guide.pool.get(j) in pools
+            else int(self.rng.choice(pools))
+        )
+        pool = inst.pools[p]
+        d = job.durations[p]
+        lo, hi = self.est[j], job.latest_end(inst.slots)
+        if hi - lo < d:
+            hi = inst.slots  # runs late for a successor, if at all
+        if hi - lo < d:
+            return None
+        centre = guide.start.get(j) if guide is not None else None
+        if centre is None:
+            centre = int(self.rng.integers(lo, hi - d + 1))
+        margin = int(self.rng.integers(1, max(2, d)))
+        a, b = max(lo, centre - margin), min(hi, centre + d + margin)
+        nodes = np.array(open_nodes[p])
+        room = (inc.free - inc.used)[nodes, a:b].sum(axis=1) + self.rng.random(len(nodes))
+        k = max(n_nodes, pool.nodes_needed(job.gpus) or 1)
+        chosen = set(int(n) for n in nodes[np.argsort(-room)[:k]])
+        return pool, chosen, a, b, [j]
 
     def accept(
         self, inc: Incumbent, sub: Subproblem, nm: NodeModel, solver: cp_model.CpSolver, status: Any
