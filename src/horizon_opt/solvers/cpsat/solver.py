@@ -50,6 +50,9 @@ SUBPROBLEM_SECONDS = 1.0  # time limit of one LNS subproblem
 # larger instances); the budget is set so that the search usually ends before the time limit.
 # The wall clock still stops it at the time limit: then a rerun may differ (large instances).
 DETERMINISTIC_PER_SECOND = 0.15
+# Each LNS subproblem is also charged this much (its Python side: choosing, building, applying),
+# so that many tiny subproblems use up the budget too, before the wall clock stops them.
+DETERMINISTIC_PER_SUBPROBLEM = 0.005
 
 
 @dataclass
@@ -597,7 +600,7 @@ class CpsatSearch:
                 [(sv, nm.model) for sv, nm in zip(solvers, models, strict=True)]
             )
             for x, nm, solver, status in zip(subs, models, solvers, statuses, strict=True):
-                self.det_used += solver.deterministic_time
+                self.det_used += solver.deterministic_time + DETERMINISTIC_PER_SUBPROBLEM
                 outcomes[solver.status_name(status)] += 1
                 improved = self.accept(inc, x, nm, solver, status)
                 if improved:
