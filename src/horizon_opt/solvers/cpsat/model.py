@@ -15,6 +15,7 @@ sum of end slots as a tie-break that is scaled never to outweigh one unit of val
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -70,6 +71,7 @@ class NodeModel:
         self._node_choice()
         self._capacity()
         self._precedence()
+        self._symmetry()
         self._objective()
         self._hint()
 
@@ -176,6 +178,40 @@ class NodeModel:
                     for lit in self.on_pool[j].values():
                         self.model.add(self.start[j] >= self.end[p]).only_enforce_if(lit)
 
+    def _symmetry(self) -> None:
+        """Identical nodes (same pool, same leftover profile) are interchangeable: order them by
+        the GPU-slots they carry, largest first. Any solution maps to one that obeys this by
+        renumbering those nodes, so no pwo is lost; the hint is renumbered the same way."""
+        self.renumber: dict[int, int] = {}
+        groups: dict[tuple[int, bytes], list[int]] = defaultdict(list)
+        for n in self.sub.nodes:
+            if n in self.intervals:
+                key = (int(self.inst.node_pool[n]), self.sub.residual[self.node_row[n]].tobytes())
+                groups[key].append(n)
+        load: dict[int, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
+        for j, choice in self.on_node.items():
+            job = self.inst.jobs[j]
+            for n, z in choice.items():
+                p = int(self.inst.node_pool[n])
+                G = self.inst.pools[p].gpus_per_node
+                load[n].append((min(job.gpus, G) * job.durations[p], z))
+        hinted = {n: 0 for n in self.sub.nodes}
+        for h in self.sub.hint.values():
+            G = self.inst.pools[h.pool].gpus_per_node
+            for n in h.nodes:
+                if n in hinted:
+                    hinted[n] += (
+                        min(self.inst.jobs[h.job].gpus, G) * self.inst.jobs[h.job].durations[h.pool]
+                    )
+        for group in groups.values():
+            if len(group) < 2:
+                continue
+            group.sort()
+            for a, b in itertools.pairwise(group):
+                self.model.add(sum(w * z for w, z in load[a]) >= sum(w * z for w, z in load[b]))
+            by_load = sorted(group, key=lambda n: -hinted[n])
+            self.renumber.update(zip(by_load, group, strict=True))
+
     # -- objective -----------------------------------------------------------------------------
 
     def _objective(self) -> None:
@@ -192,6 +228,9 @@ class NodeModel:
         m = self.model
         for j in self.on_pool:
             h = self.sub.hint.get(j)
+            if h is not None and self.renumber:
+                nodes = tuple(sorted(self.renumber.get(n, n) for n in h.nodes))
+                h = Placement(h.job, h.pool, h.start, nodes)
             ok = (
                 h is not None
                 and h.pool in self.on_pool[j]
