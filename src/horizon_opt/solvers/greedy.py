@@ -47,15 +47,19 @@ def inherited_ranks(instance: Instance, rank: Callable[[Job], Rank]) -> list[Ran
     return ranks
 
 
-def earliest_end(grid: CapacityGrid, job: Job, t0: int, latest: int) -> Fit | None:
-    """The fit that ends earliest over the job's allowed pools (ties: fastest pool, then first).
+def earliest_end(
+    grid: CapacityGrid, job: Job, t0: int, latest: int, only: int | None = None
+) -> Fit | None:
+    """The fit that ends earliest over the job's allowed pools (ties: fastest pool, then first),
+    or on pool `only` when given.
 
     Pools are searched fastest first, and a slower pool only for an end strictly earlier than the
     best so far, which keeps its search window short.
     """
     best: Fit | None = None
     best_end = latest + 1
-    for pool_idx, d in sorted(job.durations.items(), key=lambda item: (item[1], item[0])):
+    pools = job.durations.items() if only is None else [(only, job.durations[only])]
+    for pool_idx, d in sorted(pools, key=lambda item: (item[1], item[0])):
         limit = min(latest, best_end - 1)
         fit = grid.earliest_in_pool(grid.instance.pools[pool_idx], job.gpus, d, t0, limit, "best")
         if fit is not None:
@@ -68,11 +72,12 @@ def place_in_order(
     layout: Layout,
     ranks: list[Rank],
     targets: dict[int, int] | None = None,
+    pools: dict[int, int] | None = None,
 ) -> tuple[list[Placement], dict[int, str]]:
     """Place jobs in rank order (predecessors first), each at its earliest-ending fit.
 
-    `targets` (optional, per job) is a start to aim for: the job first looks for a fit from
-    there, and only when none exists from its earliest start.
+    Optional, per job: `targets`, a start to aim for (the job first looks for a fit from there,
+    then from its earliest start), and `pools`, a pool to try before all of its pools.
     """
     grid = CapacityGrid(instance, layout.free)
     placements: dict[int, Placement] = {}
@@ -86,10 +91,13 @@ def place_in_order(
         t0 = max([job.release, *(placements[p].end(instance) for p in job.after)])
         latest = job.latest_end(instance.slots)
         best = None
-        if targets is not None and targets.get(j, t0) > t0:
-            best = earliest_end(grid, job, targets[j], latest)
-        if best is None:
-            best = earliest_end(grid, job, t0, latest)
+        for only in ([pools[j]] if pools is not None and j in pools else []) + [None]:
+            if targets is not None and targets.get(j, t0) > t0:
+                best = earliest_end(grid, job, targets[j], latest, only)
+            if best is None:
+                best = earliest_end(grid, job, t0, latest, only)
+            if best is not None:
+                break
         if best is None and instance.successors[j]:
             # Too late to earn its own value, but its successors may still earn theirs.
             best = earliest_end(grid, job, t0, instance.slots)

@@ -11,6 +11,7 @@ each pass is one list scheduling (about 0.02 s on medium, 0.1 s on large).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -73,35 +74,25 @@ def _orders(guide: LpGuide) -> dict[str, Callable[[Job], Rank]]:
         "LP jobs, largest gangs first": lambda j: (
             (0, -j.gpus, -j.priority, j.index) if guide.selected(j.index) else (1, *rest(j))
         ),
-        "LP jobs, largest gangs first, LP start order": lambda j: (
-            (0, -j.gpus, guide.start[j.index], j.index)
-            if guide.selected(j.index)
-            else (1, *rest(j))
-        ),
-        "LP share, largest gangs first": lambda j: (
-            -round(float(guide.share[j.index]), 1),
-            -j.gpus,
-            -j.priority,
-            j.index,
-        ),
     }
 
 
 def guided_placements(
     instance: Instance, layout: Layout, guide: LpGuide
 ) -> tuple[str, list[Placement]]:
-    """The best list scheduling of the LP's jobs over a few orders and start targets."""
+    """The best list scheduling of the LP's jobs over a few orders, start targets and pools."""
     best: tuple[float, str, list[Placement]] = (-1.0, "", [])
+    lp_pools = {j: p for j, p in guide.pool.items() if guide.selected(j)}
     for name, rank in _orders(guide).items():
         ranks = inherited_ranks(instance, rank)
-        for slack in TARGET_SLACK:
+        for slack, pools in itertools.product(TARGET_SLACK, (None, lp_pools)):
             targets = (
                 None if slack is None else {j: max(0, s - slack) for j, s in guide.start.items()}
             )
-            placements, _ = place_in_order(instance, layout, ranks, targets)
+            placements, _ = place_in_order(instance, layout, ranks, targets, pools)
             placements = drop_idle_late(instance, placements)
             value = sum(p.earned(instance) for p in placements)
             if value > best[0] + 1e-9:
-                label = name if slack is None else f"{name}, aimed at LP start - {slack}"
-                best = (value, label, placements)
+                label = name + ("" if slack is None else f", aimed at LP start - {slack}")
+                best = (value, label + ("" if pools is None else ", LP pool first"), placements)
     return best[1], best[2]
