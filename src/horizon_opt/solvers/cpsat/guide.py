@@ -58,11 +58,14 @@ def lp_guide(relaxation: Relaxation) -> LpGuide | None:
     return LpGuide(np.minimum(share, 1.0), start, pool)
 
 
-def _orders(guide: LpGuide) -> dict[str, Callable[[Job], Rank]]:
+def _orders(instance: Instance, guide: LpGuide) -> dict[str, Callable[[Job], Rank]]:
     """Rankings: the LP's jobs first (or by LP share), then the rest by priority."""
 
     def energy(job: Job) -> float:
         return job.gpus * min(job.durations.values())
+
+    def whole(job: Job) -> bool:
+        return all(job.gpus >= instance.pools[p].gpus_per_node for p in job.durations)
 
     def rest(job: Job) -> Rank:
         return (-job.priority, -job.gpus, job.index)
@@ -74,6 +77,12 @@ def _orders(guide: LpGuide) -> dict[str, Callable[[Job], Rank]]:
         "LP jobs, largest gangs first": lambda j: (
             (0, -j.gpus, -j.priority, j.index) if guide.selected(j.index) else (1, *rest(j))
         ),
+        # Long jobs on part of a node need the same node all along; they go before short ones.
+        "LP jobs, whole-node gangs first, then longest first": lambda j: (
+            (0, -whole(j), -min(j.durations.values()), -j.gpus, j.index)
+            if guide.selected(j.index)
+            else (1, *rest(j))
+        ),
     }
 
 
@@ -83,7 +92,7 @@ def guided_placements(
     """The best list scheduling of the LP's jobs over a few orders, start targets and pools."""
     best: tuple[float, str, list[Placement]] = (-1.0, "", [])
     lp_pools = {j: p for j, p in guide.pool.items() if guide.selected(j)}
-    for name, rank in _orders(guide).items():
+    for name, rank in _orders(instance, guide).items():
         ranks = inherited_ranks(instance, rank)
         for slack, pools in itertools.product(TARGET_SLACK, (None, lp_pools)):
             targets = (

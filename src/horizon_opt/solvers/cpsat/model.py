@@ -37,6 +37,7 @@ class Subproblem:
     latest_end: dict[int, int]  # per free job: horizon end, pulled before fixed successors
     must_run: set[int] = field(default_factory=set)  # free jobs that a fixed successor needs
     hint: dict[int, Placement] = field(default_factory=dict)
+    kind: str = "full"  # how the LNS chose it (for its log)
 
 
 def value_scale(instance: Instance) -> int:
