@@ -623,11 +623,14 @@ def solve_lp(
 def tighten(
     relaxation: Relaxation, deadline: float, log: Callable[[str], None] | None = None
 ) -> Bound:
-    """The LP's bound, lowered with the time left before `deadline` when the LP converged:
+    """The LP's bound, lowered with the time left before `deadline`:
 
-    1. the LP with rows at more of each successor's start times, started from the first LP's
-       columns (on the generated instances: 0.1-0.3% lower, slower);
-    2. when the model is small: HiGHS's MIP dual bound on it.
+    - when the LP stopped early: column generation resumes from its columns;
+    - when it converged and the model is small enough for the MIP: first the LP with rows at
+      more of each successor's start times, started from the first LP's columns (on the
+      generated instances: 0.1-0.3% lower, slower), then HiGHS's MIP dual bound on it.
+    When the LP converged on a model too large for the MIP, nothing is tried: the finer rows
+    alone gained 0.02% on the generated large and xl instances, for a tenth of the time limit.
     Every step only lowers the bound; whatever step the deadline stops, the bound is valid.
     """
     started = time.perf_counter()
@@ -637,10 +640,19 @@ def tighten(
         if log is not None:
             log(f"{line} ({time.perf_counter() - started:.2f}s)")
 
-    value, method = lp.bound, "time-indexed LP"
+    def result(value: float, method: str) -> Bound:
+        seconds = relaxation.seconds + time.perf_counter() - started
+        return Bound(value, cols.free.shape[1], seconds, method)
+
     if not lp.converged:
-        method += " (stopped early)"
-    elif cols.pairs and deadline - started >= 0.5 * relaxation.seconds:
+        more = column_generation(cols, deadline, log, lp.columns)
+        say(f"time-indexed LP, resumed: bound {more.bound:.3f}")
+        value = min(lp.bound, more.bound)
+        return result(value, "time-indexed LP" + ("" if more.converged else " (stopped early)"))
+    value, method = lp.bound, "time-indexed LP"
+    if not mip_fits(cols):
+        return result(value, method)
+    if cols.pairs and deadline - started >= 0.5 * relaxation.seconds:
         # (from the first LP's columns the second takes about half as long: else skip it)
         per_dep = max(DEP_ROWS_MIN, DEP_ROWS_MAX // len(cols.pairs))
         finer = with_dependency_rows(cols, per_dep)
@@ -651,14 +663,12 @@ def tighten(
             if second.converged:
                 cols = finer
     enough = 0.05 + MIP_SECONDS_PER_ENTRY * float(cols.dur.sum())  # else no dual bound in time
-    if lp.converged and mip_fits(cols) and deadline - time.perf_counter() >= enough:
+    if deadline - time.perf_counter() >= enough:
         mip = mip_dual_bound(cols, deadline)
         say(f"time-indexed MIP: dual bound {mip}")
         if mip is not None and mip < value:
             value, method = mip, "time-indexed MIP"
-    return Bound(
-        value, cols.free.shape[1], relaxation.seconds + time.perf_counter() - started, method
-    )
+    return result(value, method)
 
 
 def time_indexed_bound(

@@ -41,9 +41,9 @@ from horizon_opt.solvers.options import Progress, SolveOptions
 FULL_MODEL_MAX_INTERVALS = 4_000  # above this, LNS only: the full model stalls on medium instances
 FULL_MODEL_SHARE = 0.5  # of the time limit, when the instance is not proven optimal first
 LP_SHARE = 0.3  # of the time limit at most for the LP before the search (medium: 1 s, xl: 40 s)
-BOUND_SHARE = 0.1  # of the time limit kept to tighten the bound after the search
-# ...unless one worker tightens it during the search: with 2+ workers, when HiGHS's MIP fits
-# (medium: its dual bound is 3% below the LP after 60 s; the LNS mostly stalls by then anyway).
+BOUND_SHARE = 0.1  # of the time limit kept to tighten the bound after the search, or not
+# (see `plan_tightening`): with 2+ workers, one tightens it during the search when HiGHS's MIP
+# fits (medium: its dual bound ends 0.2-3% below the LP in 60 s).
 AROUND_WAITING_SHARE = 0.5  # of the LNS neighbourhoods cut around a waiting job (else random)
 # Time limit of one LNS subproblem (deterministic units: times DETERMINISTIC_PER_SECOND). On
 # enterprise large, 60 s runs ended at 483.9k / 483.4k / 482.0k / 476.9k with 0.2 / 0.4 / 1 / 2 s:
@@ -350,17 +350,20 @@ class CpsatSearch:
         self.write_log(f"proven bound {found.value:.3f} ({found.method}, {found.seconds:.2f}s)")
         return found.value
 
-    def tighten_in_background(self, relaxation: Relaxation) -> None:
-        """Give one worker to HiGHS's MIP bound for the whole search (HiGHS releases the GIL).
+    def plan_tightening(self, relaxation: Relaxation) -> None:
+        """Decide when the bound gets tightened (`mipbound.tighten`), if at all.
 
-        On Ctrl-C the (daemon) thread is not waited for: it ends at the deadline.
+        - LP stopped early: column generation resumes at the end (BOUND_SHARE kept for it).
+        - LP converged, model too large for HiGHS's MIP: not at all, no time kept.
+        - LP converged, MIP fits, 2+ workers and no need to repeat exactly: one worker runs it
+          during the whole search (HiGHS releases the GIL). On Ctrl-C that daemon thread is not
+          waited for: it ends at the deadline.
+        - Otherwise: at the end, in the BOUND_SHARE kept for it.
         """
-        if (
-            self.opt.workers < 2
-            or self.deterministic
-            or not relaxation.lp.converged
-            or not mip_fits(relaxation.cols)
-        ):
+        if relaxation.lp.converged and not mip_fits(relaxation.cols):
+            self.bound_reserve = 0.0
+            return
+        if not relaxation.lp.converged or self.opt.workers < 2 or self.deterministic:
             return
 
         def work() -> None:
@@ -670,7 +673,7 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
                 relaxation = search.relaxation()
                 search.bound = relaxation.lp.bound
                 search.report(inc)
-                search.tighten_in_background(relaxation)
+                search.plan_tightening(relaxation)
                 guide = lp_guide(relaxation)
                 if guide is not None and not search.out_of_time():
                     search.guided_start(inc, guide)
