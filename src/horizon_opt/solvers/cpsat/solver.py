@@ -10,7 +10,8 @@
 4. With the time left, a large-neighbourhood search: free the jobs of a few nodes of one pool in
    a time window (plus waiting jobs, drawn by value and LP share), fix everything else, and
    re-solve that subproblem exactly with a short limit; keep the result when it is no worse.
-5. The time kept at the end tightens the bound (finer dependency rows, HiGHS's MIP bound).
+5. The bound is tightened (HiGHS's MIP on the same relaxation) when the model is small enough:
+   by one worker during the search, or at the end (`plan_tightening`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from horizon_opt.solvers.options import Progress, SolveOptions
 
 FULL_MODEL_MAX_INTERVALS = 4_000  # above this, LNS only: the full model stalls on medium instances
 FULL_MODEL_SHARE = 0.5  # of the time limit, when the instance is not proven optimal first
-LP_SHARE = 0.3  # of the time limit at most for the LP before the search (medium: 1 s, xl: 40 s)
+LP_SHARE = 0.3  # of the time limit at most for the LP before the search (medium 1 s, xl 51 s)
 BOUND_SHARE = 0.1  # of the time limit kept to tighten the bound after the search, or not
 # (see `plan_tightening`): with 2+ workers, one tightens it during the search when HiGHS's MIP
 # fits (medium: its dual bound ends 0.2-3% below the LP in 60 s).
