@@ -135,17 +135,28 @@ def node_use(instance: Instance, plan: Plan) -> NodeUse:
 
 def pool_demand(instance: Instance, pool: int | None) -> FloatArray:
     """Forecast inference GPUs per slot on one pool (None: all pools)."""
-    out = np.zeros(instance.slots)
-    for s in instance.services:
-        if pool is None or s.pool == pool:
-            out += s.demand * s.gpus_per_replica
-    return out
+    return _inference_gpus(instance, pool, required=False)
 
 
 def pool_required(instance: Instance, pool: int | None) -> FloatArray:
     """Required inference GPUs per slot (forecast with headroom, rounded up to replicas)."""
+    return _inference_gpus(instance, pool, required=True)
+
+
+def _inference_gpus(instance: Instance, pool: int | None, *, required: bool) -> FloatArray:
     out = np.zeros(instance.slots)
     for s in instance.services:
         if pool is None or s.pool == pool:
-            out += s.req * s.gpus_per_replica
+            out += (s.req if required else s.demand) * s.gpus_per_replica
     return out
+
+
+def index_runs(indices: list[int]) -> list[tuple[int, int]]:
+    """Runs of consecutive GPU indices, first and last: [0, 1, 2, 3, 6] -> [(0, 3), (6, 6)]."""
+    runs: list[tuple[int, int]] = []
+    for i in sorted(indices):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs

@@ -44,6 +44,7 @@ from horizon_opt.export._common import (
     FloatArray,
     NodeUse,
     ensure_plan_fits,
+    index_runs,
     node_use,
     pool_demand,
     pool_required,
@@ -287,19 +288,28 @@ def plot_gantt(instance: Instance, plan: Plan, ax: Axes | None = None) -> Figure
     if aggregated:
         per = max(len(g) for g in groups)
         title += f"\n(aggregated: each row is up to {per} nodes; bar height = share of their GPUs)"
-    if own:
-        figure.suptitle(title, fontsize=11)
-        figure.legend(
-            handles=handles,
-            loc="outside lower center",
-            ncol=min(len(handles), 7),
-            fontsize=8,
-            frameon=False,
-        )
-    else:
+    if not own:
         ax.set_title(title, fontsize=10)
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    _title_and_legend(figure, ax, title if own else None, handles, columns=7)
     return figure
+
+
+def _title_and_legend(
+    figure: Figure, ax: Axes, title: str | None, handles: list[Any], columns: int
+) -> None:
+    """A figure of our own gets `title` on top and the legend below; a caller's axes get the
+    legend beside them (title None)."""
+    if title is None:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+        return
+    figure.suptitle(title, fontsize=11)
+    figure.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=min(len(handles), columns),
+        fontsize=8,
+        frameon=False,
+    )
 
 
 def _legend_patch(label: str, color: Any, **kw: Any) -> Any:
@@ -368,18 +378,12 @@ def _draw_nodes(ax: Axes, instance: Instance, plan: Plan, rows: _Rows, tm: _Time
         biggest: tuple[float, float, float, float] | None = None
         for node, idx in a.gpus.items():
             n = instance.node_index[node]
-            ordered = sorted(idx)
-            k = 0
-            while k < len(ordered):
-                m = k
-                while m + 1 < len(ordered) and ordered[m + 1] == ordered[m] + 1:
-                    m += 1
-                y0, y1 = lane(n, ordered[k], ordered[m])
+            for g0, g1 in index_runs(idx):
+                y0, y1 = lane(n, g0, g1)
                 verts.append(_rect(tm.x(a.start), tm.x(a.end), y0, y1))
                 colors.append(color)
                 if biggest is None or y1 - y0 > biggest[3] - biggest[2]:
                     biggest = (tm.x(a.start), tm.x(a.end), y0, y1)
-                k = m + 1
         if biggest is not None:
             labels.append((*biggest, a.job, color))
     if verts:
@@ -558,17 +562,7 @@ def plot_utilization(
     handles: list[Any] = []
     for k, (axis, p) in enumerate(zip(axes, selected, strict=True)):
         handles = _draw_pool_use(axis, instance, use, p, tm, label=k == len(axes) - 1)
-    if own:
-        figure.suptitle(_title(instance, plan), fontsize=11)
-        figure.legend(
-            handles=handles,
-            loc="outside lower center",
-            ncol=min(len(handles), 6),
-            fontsize=8,
-            frameon=False,
-        )
-    else:
-        axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    _title_and_legend(figure, axes[0], _title(instance, plan) if own else None, handles, columns=6)
     return figure
 
 

@@ -13,15 +13,18 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from horizon_opt.errors import PlanError
-from horizon_opt.export._common import ensure_plan_fits, slot_iso
+from horizon_opt.export._common import ensure_plan_fits, index_runs, slot_iso
 from horizon_opt.instance import Instance
 from horizon_opt.io import write_atomic
 from horizon_opt.metrics import on_time
 from horizon_opt.plan import Assignment, InferenceBlock, Plan
+
+T = TypeVar("T")
 
 ASSIGNMENT_COLUMNS = (
     "job",
@@ -79,15 +82,7 @@ def format_indices(gpus: dict[str, list[int]]) -> str:
     """{'h100-0': [0, 1, 2, 3, 6]} -> 'h100-0:0-3,6'; nodes separated by spaces."""
     parts = []
     for node, idx in gpus.items():
-        runs: list[str] = []
-        ordered = sorted(idx)
-        k = 0
-        while k < len(ordered):
-            m = k
-            while m + 1 < len(ordered) and ordered[m + 1] == ordered[m] + 1:
-                m += 1
-            runs.append(str(ordered[k]) if m == k else f"{ordered[k]}-{ordered[m]}")
-            k = m + 1
+        runs = [str(a) if a == b else f"{a}-{b}" for a, b in index_runs(idx)]
         parts.append(f"{node}:{','.join(runs)}")
     return " ".join(parts)
 
@@ -199,23 +194,15 @@ def _read_rows(path: str | os.PathLike[str], columns: tuple[str, ...]) -> list[d
         raise PlanError([f"{file}: not a CSV file: {exc}"]) from None
 
 
-def read_csv(path: str | os.PathLike[str]) -> list[Assignment]:
-    """The assignments of a table written by `write_csv` (GPU indices in ascending order)."""
-    out: list[Assignment] = []
+def _read_table(
+    path: str | os.PathLike[str], columns: tuple[str, ...], parse: Callable[[dict[str, str]], T]
+) -> list[T]:
+    """`parse` applied to every row; every bad row is reported (up to 20), with its line."""
+    out: list[T] = []
     problems: list[str] = []
-    for r, row in enumerate(_read_rows(path, ASSIGNMENT_COLUMNS)):
+    for r, row in enumerate(_read_rows(path, columns)):
         try:
-            out.append(
-                Assignment(
-                    job=_untext(row["job"]),
-                    pool=row["pool"],
-                    start=int(row["start_slot"]),
-                    end=int(row["end_slot"]),
-                    gpus=parse_indices(row["gpu_indices"]),
-                    start_time=row["start_time"] or None,
-                    end_time=row["end_time"] or None,
-                )
-            )
+            out.append(parse(row))
         except ValueError as exc:  # also pydantic's ValidationError
             problems.append(f"{path}: row {r + 2}: {exc}")
     if problems:
@@ -223,23 +210,33 @@ def read_csv(path: str | os.PathLike[str]) -> list[Assignment]:
     return out
 
 
+def read_csv(path: str | os.PathLike[str]) -> list[Assignment]:
+    """The assignments of a table written by `write_csv` (GPU indices in ascending order)."""
+    return _read_table(
+        path,
+        ASSIGNMENT_COLUMNS,
+        lambda row: Assignment(
+            job=_untext(row["job"]),
+            pool=row["pool"],
+            start=int(row["start_slot"]),
+            end=int(row["end_slot"]),
+            gpus=parse_indices(row["gpu_indices"]),
+            start_time=row["start_time"] or None,
+            end_time=row["end_time"] or None,
+        ),
+    )
+
+
 def read_inference_csv(path: str | os.PathLike[str]) -> list[InferenceBlock]:
     """The inference blocks of a table written by `write_csv` (`*-inference.csv`)."""
-    out: list[InferenceBlock] = []
-    problems: list[str] = []
-    for r, row in enumerate(_read_rows(path, INFERENCE_COLUMNS)):
-        try:
-            out.append(
-                InferenceBlock(
-                    service=_untext(row["service"]),
-                    node=row["node"],
-                    start=int(row["start_slot"]),
-                    end=int(row["end_slot"]),
-                    replicas=int(row["replicas"]),
-                )
-            )
-        except ValueError as exc:
-            problems.append(f"{path}: row {r + 2}: {exc}")
-    if problems:
-        raise PlanError(problems[:20])
-    return out
+    return _read_table(
+        path,
+        INFERENCE_COLUMNS,
+        lambda row: InferenceBlock(
+            service=_untext(row["service"]),
+            node=row["node"],
+            start=int(row["start_slot"]),
+            end=int(row["end_slot"]),
+            replicas=int(row["replicas"]),
+        ),
+    )
