@@ -655,10 +655,26 @@ def enterprise(
     name: str, size: Size, rng: Rng, *, traces: str | os.PathLike[str] | None = None
 ) -> InstanceData:
     """Inference-heavy company cluster; see the module docstring."""
-    services = make_services(size, rng)
+    return _synthetic(name, size, rng, peak_share=0.48, load=2.0)
+
+
+def _synthetic(
+    name: str,
+    size: Size,
+    rng: Rng,
+    *,
+    peak_share: float,
+    load: float,
+    pools_for: PoolsFn | None = None,
+    add_times: TimesFn | None = None,
+) -> InstanceData:
+    """The synthetic families' common recipe: services, outages, then `load` x the GPU-hours
+    they leave as jobs (`pools_for`, `add_times`: see `make_jobs`)."""
+    services = make_services(size, rng, peak_share=peak_share)
     reserved = reservation(size, services)
     outages, up = make_outages(size, rng, reserved)
-    jobs = make_jobs(size, rng, reserved, _left_gpu_hours(size, up, reserved), load=2.0)
+    left = _left_gpu_hours(size, up, reserved)
+    jobs = make_jobs(size, rng, reserved, left, load, pools_for, add_times)
     return _instance(name, size, outages, services, jobs)
 
 
@@ -711,13 +727,9 @@ def hetero(
     name: str, size: Size, rng: Rng, *, traces: str | os.PathLike[str] | None = None
 ) -> InstanceData:
     """Three GPU generations, per-job slowdowns and allowed pools; see the module docstring."""
-    size = hetero_size(size)
-    services = make_services(size, rng, peak_share=0.35)
-    reserved = reservation(size, services)
-    outages, up = make_outages(size, rng, reserved)
-    left = _left_gpu_hours(size, up, reserved)
-    jobs = make_jobs(size, rng, reserved, left, load=2.0, pools_for=_hetero_pools_for)
-    return _instance(name, size, outages, services, jobs)
+    return _synthetic(
+        name, hetero_size(size), rng, peak_share=0.35, load=2.0, pools_for=_hetero_pools_for
+    )
 
 
 # -- deadline ----------------------------------------------------------------------------------
@@ -754,12 +766,7 @@ def deadline(
     name: str, size: Size, rng: Rng, *, traces: str | os.PathLike[str] | None = None
 ) -> InstanceData:
     """Most jobs due, tight and loose, so value depends on timing; see the module docstring."""
-    services = make_services(size, rng, peak_share=0.4)
-    reserved = reservation(size, services)
-    outages, up = make_outages(size, rng, reserved)
-    left = _left_gpu_hours(size, up, reserved)
-    jobs = make_jobs(size, rng, reserved, left, load=1.5, add_times=_deadline_times)
-    return _instance(name, size, outages, services, jobs)
+    return _synthetic(name, size, rng, peak_share=0.4, load=1.5, add_times=_deadline_times)
 
 
 # -- trace -------------------------------------------------------------------------------------
