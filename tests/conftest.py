@@ -7,10 +7,13 @@ reasoning down next to the expected numbers.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from horizon_opt.instance import Instance, compile_instance
 from horizon_opt.io import parse_spec
@@ -291,6 +294,16 @@ def tiny_plan() -> Plan:
 @pytest.fixture
 def tiny_plan_dict() -> dict[str, Any]:
     return tiny_plan_data()
+
+
+@pytest.fixture
+def tiny_files(tmp_path: Path) -> tuple[Path, Path]:
+    """TINY as a YAML instance file and its hand plan as a JSON plan file."""
+    inst = tmp_path / "tiny.yaml"
+    inst.write_text(yaml.safe_dump(TINY, sort_keys=False))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(tiny_plan_data()))
+    return inst, plan
 
 
 @pytest.fixture(params=sorted(INSTANCES))

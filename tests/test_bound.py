@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 # The hand-solved instances of test_solvers.py (the reasoning is written there).
-from test_solvers import CHAIN, FRAGMENT, PRIORITY, TROUGH, build
+from test_solvers import CHAIN, FRAGMENT, PRIORITY, TROUGH, build, placeable_pools
 
 import horizon_opt as ho
 from horizon_opt.errors import InstanceError
@@ -147,12 +147,7 @@ def random_instance(rng: np.random.Generator) -> dict[str, Any]:
     jobs: list[dict[str, Any]] = []
     for i in range(int(rng.integers(1, 7))):
         gang = int(rng.choice([1, 2, 3, 4, gpn, 2 * gpn]))
-        fits = [
-            p
-            for p in pools
-            if gang <= p["gpus_per_node"]
-            or (gang % p["gpus_per_node"] == 0 and gang // p["gpus_per_node"] <= p["nodes"])
-        ]
+        fits = placeable_pools(pools, gang)
         if not fits:
             continue
         release = int(rng.integers(0, slots))
@@ -205,12 +200,7 @@ def busier_instance(rng: np.random.Generator) -> dict[str, Any]:
     jobs: list[dict[str, Any]] = []
     for i in range(int(rng.integers(5, 26))):
         gang = int(rng.choice([1, 2, 4, 8, 16]))
-        fits = [
-            p
-            for p in pools
-            if gang <= p["gpus_per_node"]
-            or (gang % p["gpus_per_node"] == 0 and gang // p["gpus_per_node"] <= p["nodes"])
-        ]
+        fits = placeable_pools(pools, gang)
         release = int(rng.integers(0, slots))
         job: dict[str, Any] = {
             "id": f"j{i}",

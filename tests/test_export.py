@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 import horizon_opt as ho
@@ -261,19 +260,8 @@ def test_unknown_chart_extension(tmp_path: Path, tiny: Instance, tiny_plan: Plan
 # -- the export command --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def files(
-    tmp_path: Path, tiny_spec: dict[str, Any], tiny_plan_dict: dict[str, Any]
-) -> tuple[Path, Path]:
-    inst = tmp_path / "tiny.yaml"
-    inst.write_text(yaml.safe_dump(tiny_spec, sort_keys=False))
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps(tiny_plan_dict))
-    return inst, plan
-
-
-def test_export_command_writes_each_format(tmp_path: Path, files: tuple[Path, Path]) -> None:
-    inst, plan = files
+def test_export_command_writes_each_format(tmp_path: Path, tiny_files: tuple[Path, Path]) -> None:
+    inst, plan = tiny_files
     out = tmp_path / "out"
     result = runner.invoke(
         app, ["export", str(plan), "-i", str(inst), "-f", "csv", "-o", str(out / "t.csv")]
@@ -307,9 +295,9 @@ def test_export_command_writes_each_format(tmp_path: Path, files: tuple[Path, Pa
     ],
 )
 def test_export_command_bad_options(
-    tmp_path: Path, files: tuple[Path, Path], args: list[str], message: str
+    tmp_path: Path, tiny_files: tuple[Path, Path], args: list[str], message: str
 ) -> None:
-    inst, plan = files
+    inst, plan = tiny_files
     args = [a if not a.startswith("x.") else str(tmp_path / a) for a in args]
     result = runner.invoke(app, ["export", str(plan), "-i", str(inst), *args])
     assert result.exit_code == 2
@@ -318,8 +306,8 @@ def test_export_command_bad_options(
     assert not list(tmp_path.glob("x.*"))
 
 
-def test_export_command_bad_files(tmp_path: Path, files: tuple[Path, Path]) -> None:
-    inst, plan = files
+def test_export_command_bad_files(tmp_path: Path, tiny_files: tuple[Path, Path]) -> None:
+    inst, plan = tiny_files
     missing = runner.invoke(
         app,
         [

@@ -6,10 +6,8 @@ import base64
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 import horizon_opt as ho
@@ -114,17 +112,6 @@ def test_report_labels_repeated_solvers(tiny_plan: Plan) -> None:
     assert _labels([tiny_plan], ["mine"]) == ["mine"]
     with pytest.raises(ValueError):
         _labels([tiny_plan], ["a", "b"])
-
-
-@pytest.fixture
-def tiny_files(
-    tmp_path: Path, tiny_spec: dict[str, Any], tiny_plan_dict: dict[str, Any]
-) -> tuple[Path, Path]:
-    inst = tmp_path / "tiny.yaml"
-    inst.write_text(yaml.safe_dump(tiny_spec, sort_keys=False))
-    plan = tmp_path / "hand.json"
-    plan.write_text(json.dumps(tiny_plan_dict))
-    return inst, plan
 
 
 def test_report_command(tmp_path: Path, tiny_files: tuple[Path, Path]) -> None:

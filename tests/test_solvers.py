@@ -154,6 +154,16 @@ def test_unknown_solver() -> None:
         ho.solve(build(TROUGH), "magic")
 
 
+def placeable_pools(pools: list[dict[str, Any]], gang: int) -> list[dict[str, Any]]:
+    """The pools (spec dicts) that can place a gang: on one node, or on whole nodes."""
+    return [
+        p
+        for p in pools
+        if gang <= p["gpus_per_node"]
+        or (gang % p["gpus_per_node"] == 0 and gang // p["gpus_per_node"] <= p["nodes"])
+    ]
+
+
 @st.composite
 def small_instances(draw: st.DrawFn) -> dict[str, Any]:
     slots = draw(st.integers(3, 8))
@@ -178,12 +188,7 @@ def small_instances(draw: st.DrawFn) -> dict[str, Any]:
             "duration": {p["name"]: draw(st.integers(1, slots)) for p in pools},
             "release": draw(st.integers(0, slots - 1)),
         }
-        fits = [
-            p
-            for p in pools
-            if gang <= p["gpus_per_node"]
-            or (gang % p["gpus_per_node"] == 0 and gang // p["gpus_per_node"] <= p["nodes"])
-        ]
+        fits = placeable_pools(pools, gang)
         if not fits:
             continue
         job["duration"] = {p["name"]: job["duration"][p["name"]] for p in fits}
