@@ -44,8 +44,7 @@ def drop_idle_late(instance: Instance, placements: Sequence[Placement]) -> list[
         p = placed.get(j)
         if p is None or p.earned(instance) > 0:
             continue
-        needed = any(j in instance.jobs[q].after for q in placed)
-        if not needed:
+        if not any(q in placed for q in instance.successors[j]):
             del placed[j]
     return list(placed.values())
 

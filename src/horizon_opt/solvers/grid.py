@@ -16,6 +16,7 @@ from horizon_opt.inference import IntArray
 from horizon_opt.instance import Instance, Pool
 
 NodeChoice = Literal["first", "best"]
+Failure = tuple[int, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -31,24 +32,27 @@ class CapacityGrid:
     def __init__(self, instance: Instance, free: IntArray) -> None:
         self.instance = instance
         self.free = free.astype(np.int64).copy()  # [N, S], mutated as jobs are placed
-        # per pool: (GPUs per node, nodes) -> Pareto front of (duration, t0, latest_end) that failed
-        self.failed: list[dict[tuple[int, int], list[tuple[int, int, int]]]] = [
-            {} for _ in instance.pools
-        ]
+        # Per pool, the Pareto front of failed searches as (need, nodes, duration, t0,
+        # -latest_end): a search fails if some failed one is <= it in every field.
+        self.failed: list[list[Failure]] = [[] for _ in instance.pools]
 
-    def _known_to_fail(self, pool: int, need: int, k: int, d: int, t0: int, latest: int) -> bool:
-        for (n, kk), rows in self.failed[pool].items():
-            if n <= need and kk <= k:
-                for dd, tt, ll in rows:
-                    if dd <= d and tt <= t0 and ll >= latest:
-                        return True
+    def _known_to_fail(self, pool: int, query: Failure) -> bool:
+        need, k, d, t0, neg_latest = query
+        for n, kk, dd, tt, ll in self.failed[pool]:
+            if n <= need and kk <= k and dd <= d and tt <= t0 and ll <= neg_latest:
+                return True
         return False
 
-    def _remember_failure(self, pool: int, need: int, k: int, d: int, t0: int, latest: int) -> None:
-        rows = self.failed[pool].setdefault((need, k), [])
+    def _remember_failure(self, pool: int, query: Failure) -> None:
         # Keep only the Pareto front: drop rows the new failure makes redundant.
-        rows[:] = [r for r in rows if not (d <= r[0] and t0 <= r[1] and latest >= r[2])]
-        rows.append((d, t0, latest))
+        rows = self.failed[pool]
+        need, k, d, t0, neg_latest = query
+        rows[:] = [
+            r
+            for r in rows
+            if not (r[0] >= need and r[1] >= k and r[2] >= d and r[3] >= t0 and r[4] >= neg_latest)
+        ]
+        rows.append(query)
 
     def earliest_in_pool(
         self, pool: Pool, gpus: int, duration: int, t0: int, latest_end: int, choice: NodeChoice
@@ -57,11 +61,14 @@ class CapacityGrid:
         k = pool.nodes_needed(gpus)
         if k is None:
             return None
+        s = max(t0, 0)
+        if s + duration > latest_end:
+            return None
         need = gpus if k == 1 else pool.gpus_per_node
-        if self._known_to_fail(pool.index, need, k, duration, t0, latest_end):
+        query = (need, k, duration, t0, -latest_end)
+        if self._known_to_fail(pool.index, query):
             return None
         rows = self.free[pool.first_node : pool.first_node + pool.nodes]
-        s = max(t0, 0)
         while s + duration <= latest_end:
             window = rows[:, s : s + duration]
             low = window.min(axis=1)
@@ -74,9 +81,12 @@ class CapacityGrid:
                 return Fit(pool.index, s, chosen)
             # A node can next fit just past the last slot of this window where it is too full.
             last_bad = duration - np.argmax(window[:, ::-1] < need, axis=1)
-            next_start = np.where(low < need, s + last_bad, s)
-            s = int(next_start.min() if k == 1 else np.partition(next_start, k - 1)[k - 1])
-        self._remember_failure(pool.index, need, k, duration, t0, latest_end)
+            if k == 1:  # every node is too full somewhere
+                s += int(last_bad.min())
+            else:
+                next_start = np.where(low < need, s + last_bad, s)
+                s = int(np.partition(next_start, k - 1)[k - 1])
+        self._remember_failure(pool.index, query)
         return None
 
     def occupy(self, fit: Fit, gpus: int, duration: int) -> None:
