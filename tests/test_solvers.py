@@ -112,9 +112,23 @@ CHAIN = {
     ],
 }
 
+# Two 4-GPU nodes, 2 one-GPU replicas of chat all day. The elastic layout packs both replicas on
+# node 0, leaving 2 + 4 GPUs: only one 3-GPU job (value 1 * 3 * 4 = 12) fits. One replica per
+# node leaves 3 + 3: both fit, 24. Only a model that decides the layout finds (and proves) it.
+LAYOUT = {
+    "name": "layout",
+    "horizon": {"slots": 4},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 4}],
+    "services": [{"name": "chat", "pool": "p", "gpus_per_replica": 1, "demand": [2, 2, 2, 2]}],
+    "jobs": [
+        {"id": "a", "priority": 1, "gpus": 3, "duration": 4},
+        {"id": "b", "priority": 1, "gpus": 3, "duration": 4},
+    ],
+}
+
 OPTIMUM = {"trough": 16.0, "priority": 320.0, "fragment": 100.0, "chain": 83.5}
 FIFO = {"trough": 0.0, "priority": 48.0, "fragment": 20.0}
-INSTANCES = {d["name"]: d for d in (TROUGH, PRIORITY, FRAGMENT, CHAIN)}
+INSTANCES = {d["name"]: d for d in (TROUGH, PRIORITY, FRAGMENT, CHAIN, LAYOUT)}
 
 
 @pytest.mark.parametrize("name", INSTANCES)
@@ -135,6 +149,15 @@ def test_cpsat_proves_the_hand_optimum(name: str) -> None:
     assert plan.status == "optimal"
     assert plan.bound == pytest.approx(OPTIMUM[name])
     assert plan.gap == pytest.approx(0.0)
+
+
+def test_cpsat_decides_the_inference_layout() -> None:
+    inst = build(LAYOUT)
+    assert solve_checked(inst, "greedy").objective == pytest.approx(12.0)
+    plan = solve_checked(inst, "cpsat")
+    assert plan.objective == pytest.approx(24.0)
+    assert plan.status == "optimal"
+    assert {b.node for b in plan.inference} == {"p-0", "p-1"}
 
 
 @pytest.mark.parametrize("name", ["trough", "priority"])

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from horizon_opt.inference import IntArray
+from horizon_opt.inference import IntArray, Layout
 from horizon_opt.instance import Instance
 from horizon_opt.solvers.assemble import Placement
 
@@ -38,6 +38,9 @@ class Subproblem:
     must_run: set[int] = field(default_factory=set)  # free jobs that a fixed successor needs
     hint: dict[int, Placement] = field(default_factory=dict)
     kind: str = "full"  # how the LNS chose it (for its log)
+    # When set, inference replicas are decided too (hinted with this layout), and `residual`
+    # holds what the nodes have before inference: the model is then exact for the instance.
+    inference_hint: Layout | None = None
 
 
 def value_scale(instance: Instance) -> int:
@@ -68,7 +71,12 @@ class NodeModel:
         self.on_node: dict[int, dict[int, cp_model.IntVar]] = {}
         self.on_time: dict[int, list[cp_model.IntVar]] = {}  # literals whose sum is 1 when on time
         self.intervals: dict[int, list[tuple[cp_model.IntervalVar, int]]] = defaultdict(list)
+        # (service, global node, slot) -> replicas, and node -> slot -> its inference GPUs
+        self.replicas: dict[tuple[int, int, int], cp_model.IntVar] = {}
+        self.inference_gpus: dict[int, dict[int, cp_model.IntVar]] = defaultdict(dict)
         self._variables()
+        if sub.inference_hint is not None:
+            self._inference()
         self._node_choice()
         self._capacity()
         self._precedence()
@@ -131,6 +139,34 @@ class NodeModel:
             else:
                 self.on_time[j] = []  # can only run late
 
+    def _inference(self) -> None:
+        """Replicas per service, node and slot, totalling `req` at every slot."""
+        m = self.model
+        S = self.inst.slots
+        for sv in self.inst.services:
+            pool = self.inst.pools[sv.pool]
+            g = sv.gpus_per_replica
+            for t in range(S):
+                req = int(sv.req[t])
+                if req == 0:
+                    continue
+                counts = []
+                for n in pool.node_range:
+                    cap = int(self.sub.residual[self.node_row[n], t]) // g
+                    if cap > 0:
+                        r = m.new_int_var(0, min(cap, req), f"replicas[{sv.name},{n},{t}]")
+                        self.replicas[sv.index, n, t] = r
+                        counts.append(r)
+                m.add(sum(counts) == req)
+        by_node: dict[tuple[int, int], list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
+        for (v, n, t), r in self.replicas.items():
+            by_node[n, t].append((self.inst.services[v].gpus_per_replica, r))
+        for (n, t), terms in by_node.items():
+            room = int(self.sub.residual[self.node_row[n], t])
+            load = m.new_int_var(0, room, f"inference[{n},{t}]")
+            m.add(load == sum(g * r for g, r in terms))
+            self.inference_gpus[n][t] = load
+
     # -- constraints ---------------------------------------------------------------------------
 
     def _node_choice(self) -> None:
@@ -150,13 +186,19 @@ class NodeModel:
             G = int(self.inst.node_gpus[n])
             taken = G - self.sub.residual[self.node_row[n]]
             ivs = [iv for iv, _ in items]
-            demands = [d for _, d in items]
+            demands: list[cp_model.LinearExprT] = [d for _, d in items]
             cuts = np.flatnonzero(np.diff(taken)) + 1
             for a, b in zip(np.r_[0, cuts], np.r_[cuts, S], strict=True):
                 if taken[a] > 0:
                     ivs.append(m.new_fixed_size_interval_var(int(a), int(b - a), f"busy[{n},{a}]"))
                     demands.append(int(taken[a]))
-            if sum(d for _, d in items) + int(taken.max(initial=0)) <= G:
+            for t, load in self.inference_gpus.get(n, {}).items():
+                ivs.append(m.new_fixed_size_interval_var(t, 1, f"inference[{n},{t}]"))
+                demands.append(load)
+            if (
+                n not in self.inference_gpus
+                and sum(d for _, d in items) + int(taken.max(initial=0)) <= G
+            ):
                 continue  # cannot overflow: skip the constraint
             m.add_cumulative(ivs, demands, G)
 
@@ -227,6 +269,16 @@ class NodeModel:
 
     def _hint(self) -> None:
         m = self.model
+        layout = self.sub.inference_hint
+        if layout is not None:
+            for sv in self.inst.services:
+                first = self.inst.pools[sv.pool].first_node
+                for n in self.inst.pools[sv.pool].node_range:
+                    to = self.renumber.get(n, n)
+                    for t in range(self.inst.slots):
+                        r = self.replicas.get((sv.index, to, t))
+                        if r is not None:
+                            m.add_hint(r, int(layout.replicas[sv.index][n - first, t]))
         for j in self.on_pool:
             h = self.sub.hint.get(j)
             if h is not None and self.renumber:
@@ -263,11 +315,34 @@ class NodeModel:
                     out[j] = Placement(j, p, int(solver.value(self.start[j])), nodes)
         return out
 
-    def value_bound(self, solver: cp_model.CpSolver) -> int:
-        """An upper bound on the value units of the free jobs, from CP-SAT's objective bound.
+    def extract_layout(self, solver: cp_model.CpSolver) -> Layout:
+        """The inference layout of a solution (when the model decides it)."""
+        free = self.inst.capacity.astype(np.int64).copy()
+        replicas = []
+        for sv in self.inst.services:
+            pool = self.inst.pools[sv.pool]
+            counts = np.zeros((pool.nodes, self.inst.slots), dtype=np.int64)
+            for n in pool.node_range:
+                for t in range(self.inst.slots):
+                    r = self.replicas.get((sv.index, n, t))
+                    if r is not None:
+                        counts[n - pool.first_node, t] = solver.value(r)
+            free[pool.first_node : pool.first_node + pool.nodes] -= counts * sv.gpus_per_replica
+            counts.setflags(write=False)
+            replicas.append(counts)
+        free.setflags(write=False)
+        return Layout(tuple(replicas), free)
 
-        objective = M * units - sum(ends) with 0 <= sum(ends) <= sum(latest_end) < M, and units
-        is an integer, so units <= floor((objective bound + sum(latest_end)) / M).
-        """
+    def value_bound(self, solver: cp_model.CpSolver) -> int:
+        """An upper bound on the value units of the free jobs, from CP-SAT's objective bound."""
+        return self.units_bound(solver.best_objective_bound)
+
+    def units_of(self, objective: float) -> int:
+        """The value units of a solution: objective = M * units - sum(ends), 0 <= sum(ends) < M."""
+        return int(-(-round(objective) // self.tie_weight))
+
+    def units_bound(self, objective_bound: float) -> int:
+        """objective = M * units - sum(ends) with 0 <= sum(ends) <= sum(latest_end) < M, and units
+        is an integer, so units <= floor((objective bound + sum(latest_end)) / M)."""
         ends_max = sum(self.sub.latest_end[j] for j in self.on_pool)
-        return int((math.floor(solver.best_objective_bound) + ends_max) // self.tie_weight)
+        return int((math.floor(objective_bound) + ends_max) // self.tie_weight)

@@ -2,8 +2,8 @@
 
 1. Incumbent: the best of the fifo plan, the greedy plan and a user hint, re-checked against
    the elastic reservation (so the result is never worse than any of them).
-2. When the full node-level model is small enough, CP-SAT solves it directly, which proves
-   optimality on small instances (for its fixed inference layout).
+2. When the full node-level model is small enough, CP-SAT solves it directly, inference
+   layout included, which proves optimality on small instances.
 3. Otherwise the time-indexed LP (`mipbound.py`) is solved first: its certified bound is known
    from then on, and its solution guides the search. A list scheduling of the LP's jobs
    (`guide.py`) becomes the incumbent when it is better.
@@ -17,26 +17,28 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import numpy as np
 from ortools.sat.python import cp_model
 
-from horizon_opt.inference import IntArray, Layout, elastic_layout
+from horizon_opt.inference import Layout, elastic_layout
 from horizon_opt.instance import Instance, Pool
 from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers import fifo, greedy
 from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
 from horizon_opt.solvers.cpsat.bound import earliest_starts, proven_bound
+from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.guide import LpGuide, guided_placements, lp_guide
+from horizon_opt.solvers.cpsat.incumbent import Incumbent, placements_from_plan
 from horizon_opt.solvers.cpsat.mipbound import Relaxation, mip_fits, solve_lp, tighten
-from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale
+from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale, value_units
 from horizon_opt.solvers.options import Progress, SolveOptions
 
 FULL_MODEL_MAX_INTERVALS = 4_000  # above this, LNS only: the full model stalls on medium instances
@@ -50,6 +52,9 @@ AROUND_WAITING_SHARE = 0.5  # of the LNS neighbourhoods cut around a waiting job
 # enterprise large, 60 s runs ended at 483.9k / 483.4k / 482.0k / 476.9k with 0.2 / 0.4 / 1 / 2 s:
 # the neighbourhood sizes adapt to what solves in time, and many quick steps beat fewer big ones.
 SUBPROBLEM_SECONDS = 0.4
+# On small instances (full model), of the time left after the LP: HiGHS's MIP on the LP's model
+SMALL_BOUND_SHARE = 0.25
+EJECT_EVERY = 0.2  # of the time limit: LNS time between two rounds of ejection moves (eject.py)
 # With workers=1 the search budgets CP-SAT deterministic time, so runs repeat exactly. One unit
 # took 3-7 s of wall time on the 2-core reference machine (model building included, more on
 # larger instances); the budget is set so that the search usually ends before the time limit.
@@ -58,71 +63,6 @@ DETERMINISTIC_PER_SECOND = 0.15
 # Each LNS subproblem is also charged this much (its Python side: choosing, building, applying),
 # so that many tiny subproblems use up the budget too, before the wall clock stops them.
 DETERMINISTIC_PER_SUBPROBLEM = 0.005
-
-
-@dataclass
-class Incumbent:
-    """The current best placements and the batch GPUs they use per node and slot."""
-
-    instance: Instance
-    free: IntArray  # [N, S] left by the elastic inference layout
-    placements: dict[int, Placement] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.used = np.zeros_like(self.free)
-        for p in self.placements.values():
-            self._add(p, 1)
-
-    def _add(self, p: Placement, sign: int) -> None:
-        job = self.instance.jobs[p.job]
-        G = self.instance.pools[p.pool].gpus_per_node
-        per_node = job.gpus if len(p.nodes) == 1 else G
-        self.used[list(p.nodes), p.start : p.end(self.instance)] += sign * per_node
-
-    def fits(self, p: Placement) -> bool:
-        job = self.instance.jobs[p.job]
-        G = self.instance.pools[p.pool].gpus_per_node
-        per_node = job.gpus if len(p.nodes) == 1 else G
-        window = (self.free - self.used)[list(p.nodes), p.start : p.end(self.instance)]
-        return bool((window >= per_node).all())
-
-    def replace(self, old: list[int], new: dict[int, Placement]) -> None:
-        for j in old:
-            if j in self.placements:
-                self._add(self.placements.pop(j), -1)
-        for j, p in new.items():
-            self.placements[j] = p
-            self._add(p, 1)
-
-    def value(self) -> float:
-        return sum(p.earned(self.instance) for p in self.placements.values())
-
-
-def placements_from_plan(instance: Instance, plan: Plan, free: IntArray) -> dict[int, Placement]:
-    """The jobs of a plan that fit the elastic reservation and their dependencies, in start order."""
-    inc = Incumbent(instance, free)
-    for a in sorted(plan.assignments, key=lambda a: a.start):
-        j = instance.job_index.get(a.job)
-        pool = instance.pool_index.get(a.pool)
-        if j is None or pool is None or pool not in instance.jobs[j].durations:
-            continue
-        job = instance.jobs[j]
-        nodes = tuple(sorted(instance.node_index[n] for n in a.gpus if n in instance.node_index))
-        p = Placement(j, pool, a.start, nodes)
-        ok = (
-            job.release <= a.start
-            and p.end(instance) <= instance.slots
-            and len(nodes) == (instance.pools[pool].nodes_needed(job.gpus) or 0)
-            and all(instance.node_pool[n] == pool for n in nodes)
-            and all(
-                q in inc.placements and inc.placements[q].end(instance) <= a.start
-                for q in job.after
-            )
-            and inc.fits(p)
-        )
-        if ok:
-            inc.replace([], {j: p})
-    return inc.placements
 
 
 def unscheduled_reason(
@@ -169,18 +109,23 @@ class _Stopper:
             self.active = False
             signal.signal(signal.SIGINT, previous)
 
-    def run(self, jobs: list[tuple[cp_model.CpSolver, cp_model.CpModel]]) -> list[Any]:
-        """Solve each (solver, model) pair, all at once, each in its own thread.
+    def run(
+        self,
+        jobs: list[tuple[cp_model.CpSolver, cp_model.CpModel]],
+        callback: cp_model.CpSolverSolutionCallback | None = None,
+    ) -> list[Any]:
+        """Solve each (solver, model) pair, all at once, each in its own thread (`callback`, for
+        a single pair, sees its solutions).
 
         Threads also keep the main thread free to take Ctrl-C and stop the searches at once
         (Python runs signal handlers only between bytecodes, never inside a native call).
         """
         if len(jobs) == 1 and not self.active:
-            return [jobs[0][0].solve(jobs[0][1])]
+            return [jobs[0][0].solve(jobs[0][1], callback)]
         results: list[Any] = [None] * len(jobs)
 
         def work(i: int) -> None:
-            results[i] = jobs[i][0].solve(jobs[i][1])
+            results[i] = jobs[i][0].solve(jobs[i][1], callback)
 
         self.solvers = [solver for solver, _ in jobs]
         threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(jobs))]
@@ -191,6 +136,17 @@ class _Stopper:
                 t.join(0.1)
         self.solvers = []
         return results
+
+
+class _OnSolution(cp_model.CpSolverSolutionCallback):
+    """Passes each solution's objective value to a function."""
+
+    def __init__(self, on_solution: Callable[[float], None]) -> None:
+        super().__init__()
+        self.on_solution = on_solution
+
+    def on_solution_callback(self) -> None:
+        self.on_solution(self.objective_value)
 
 
 class CpsatSearch:
@@ -215,6 +171,7 @@ class CpsatSearch:
         self.lns_workers = options.workers
         self.background: threading.Thread | None = None
         self.background_bound: float | None = None
+        self.ejector: Ejector | None = None
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -228,6 +185,12 @@ class CpsatSearch:
         if self.deterministic and self.det_used >= self.det_budget * (1 - reserve):
             return True
         return time.perf_counter() >= self.deadline - reserve * self.opt.time_limit
+
+    def spent(self) -> float:
+        """The share of the budget used so far (deterministic units with one worker)."""
+        if self.deterministic:
+            return self.det_used / max(self.det_budget, 1e-9)
+        return self.elapsed() / self.opt.time_limit
 
     def remaining(self, reserve: float = 0.0) -> float:
         """Budget left for CP-SAT (deterministic units with one worker, else seconds)."""
@@ -269,10 +232,35 @@ class CpsatSearch:
         return solver
 
     def run_solver(
-        self, nm: NodeModel, limit: float, seed: int, log_search: bool = False
+        self,
+        nm: NodeModel,
+        limit: float,
+        seed: int,
+        log_search: bool = False,
+        stop_at_units: int | None = None,
     ) -> tuple[Any, cp_model.CpSolver]:
+        """Solve. With `stop_at_units` (the value units of the best plan known), stop as soon as
+        CP-SAT's bound proves that no plan is worth more, or a solution reaches the proven bound
+        known so far: the rest would only settle the end-time tie-break."""
         solver = self.make_solver(limit, seed, self.opt.workers, log_search)
-        (status,) = self.stopper.run([(solver, nm.model)])
+        callback = None
+        if stop_at_units is not None:
+            best = stop_at_units
+            target = math.inf if self.bound is None else self.bound * self.scale - 1e-6
+
+            def on_bound(bound: float) -> None:
+                if nm.units_bound(bound) <= best:
+                    solver.stop_search()
+
+            def on_solution(objective: float) -> None:
+                nonlocal best
+                best = max(best, nm.units_of(objective))
+                if best >= target:
+                    solver.stop_search()
+
+            solver.best_bound_callback = on_bound
+            callback = _OnSolution(on_solution)
+        (status,) = self.stopper.run([(solver, nm.model)], callback)
         self.det_used += solver.deterministic_time
         return status, solver
 
@@ -293,35 +281,49 @@ class CpsatSearch:
         assert best is not None
         return best
 
-    def full_subproblem(self, inc: Incumbent) -> Subproblem:
+    def full_subproblem(self, inc: Incumbent, decide_layout: bool) -> Subproblem:
         jobs = [j.index for j in self.inst.jobs]
         return Subproblem(
             jobs=jobs,
             nodes=list(range(self.inst.num_nodes)),
-            residual=self.layout.free.copy(),
+            residual=(self.inst.capacity if decide_layout else self.layout.free).astype(np.int64),
             earliest={j: self.est[j] for j in jobs},
             latest_end=dict.fromkeys(jobs, self.inst.slots),
             hint=dict(inc.placements),
+            inference_hint=self.layout if decide_layout else None,
         )
 
     def full_model_size(self) -> int:
         return sum(self.inst.pools[p].nodes for j in self.inst.jobs for p in j.durations)
 
-    def solve_full(self, inc: Incumbent, limit: float) -> tuple[bool, float | None]:
-        """Solve the whole model; returns (proven optimal, proven bound on pwo)."""
-        sub = self.full_subproblem(inc)
-        nm = self.build(sub)
-        status, solver = self.run_solver(nm, limit, self.opt.seed, log_search=True)
+    def solve_full(
+        self, inc: Incumbent, limit: float, decide_layout: bool
+    ) -> tuple[bool, float | None]:
+        """Solve the whole model; returns (proven optimal, proven bound on pwo).
+
+        With `decide_layout`, inference replicas are variables too: the model is exact, and a
+        better plan brings its own layout for the rest of the search. Without, they stay where
+        the current layout puts them, and "optimal" holds only for that layout.
+        """
+        nm = self.build(self.full_subproblem(inc, decide_layout))
+        # Stop once the bound proves the incumbent's pwo optimal: the rest would only prove
+        # the end-time tie-break, which can take the whole limit.
+        units = sum(value_units(p.earned(self.inst), self.scale) for p in inc.placements.values())
+        status, solver = self.run_solver(
+            nm, limit, self.opt.seed, log_search=True, stop_at_units=units
+        )
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             found = nm.extract(solver)
             if sum(p.earned(self.inst) for p in found.values()) >= inc.value() - 1e-9:
-                inc.replace(list(inc.placements), found)
+                if decide_layout:
+                    self.layout = nm.extract_layout(solver)
+                inc.rebase(self.layout.free, found)
         if status == cp_model.INFEASIBLE or status == cp_model.MODEL_INVALID:
             raise RuntimeError(f"internal error: full model status {solver.status_name(status)}")
         if status == cp_model.UNKNOWN:
             return False, None
         bound = nm.value_bound(solver) / self.scale
-        return status == cp_model.OPTIMAL, bound
+        return status == cp_model.OPTIMAL or inc.value() >= bound - 1e-9 * max(1.0, bound), bound
 
     def bound_deadline(self) -> float:
         """The bound gets the time left, at least a second (or a tenth of the limit)."""
@@ -329,11 +331,7 @@ class CpsatSearch:
         return now + max(1.0, self.deadline - now, 0.1 * self.opt.time_limit)
 
     def proven_bound(self, relaxation: Relaxation | None) -> float:
-        """A bound valid for every plan: the LP's (solved before, or now), then tightened.
-
-        CP-SAT's own bound on the full model is not used: that model fixes where inference
-        replicas sit, so its bound holds only for plans with that layout.
-        """
+        """A bound valid for every plan: the LP's (solved before, or now), then tightened."""
         if self.background is not None:
             self.background.join(max(0.0, self.deadline - time.perf_counter()) + 5.0)
             assert relaxation is not None
@@ -391,6 +389,81 @@ class CpsatSearch:
         )
         if found.value() > inc.value() + 1e-9:
             inc.replace(list(inc.placements), found.placements)
+
+    # -- the search --------------------------------------------------------------------------
+
+    def run(self, inc: Incumbent) -> float | None:
+        """Improve `inc` within the budget; returns a proven bound on pwo (None on Ctrl-C)."""
+        small = self.full_model_size() <= FULL_MODEL_MAX_INTERVALS
+        relaxation: Relaxation | None = None
+        if not self.out_of_time():
+            relaxation = self.relaxation()
+            self.bound = relaxation.lp.bound
+            if small and not self.deterministic:
+                # Tighten now (HiGHS's MIP is quick here): the full models below stop as soon
+                # as their plan reaches the bound. (Not with one worker: a MIP stopped by the
+                # clock would make the plan depend on the machine's speed.)
+                now = time.perf_counter()
+                deadline = now + SMALL_BOUND_SHARE * max(0.0, self.deadline - now)
+                self.bound = tighten(relaxation, deadline, self.write_log).value
+                self.bound_reserve = 0.0
+            self.report(inc)
+        # The full model, first with the inference layout fixed (quick; its optimum holds for
+        # that layout only), then exact, with the layout decided too: it can prove optimality.
+        for decide_layout in (False, True) if small else ():
+            if self.proven(inc) or self.out_of_time():
+                break
+            limit = self.remaining() * FULL_MODEL_SHARE
+            optimal, full_bound = self.solve_full(inc, limit, decide_layout)
+            layout = "decided" if decide_layout else "fixed"
+            self.write_log(
+                f"full model (inference layout {layout}): optimal {optimal}, "
+                f"bound {full_bound}, pwo {inc.value():.3f}"
+            )
+            if decide_layout and full_bound is not None:
+                self.bound = full_bound if self.bound is None else min(self.bound, full_bound)
+        if relaxation is not None and not self.proven(inc) and not self.out_of_time():
+            if not small:
+                self.plan_tightening(relaxation)
+            guide = lp_guide(relaxation)
+            if guide is not None and not self.out_of_time():
+                self.guided_start(inc, guide)
+                self.report(inc)
+            self.lns(inc, guide)
+        if self.stopper.stopped:
+            return None
+        if self.bound_reserve or not small or self.bound is None:  # else: tightened above
+            found = self.proven_bound(relaxation)
+            self.bound = found if self.bound is None else min(found, self.bound)
+        self.report(inc)
+        return self.bound
+
+    def proven(self, inc: Incumbent) -> bool:
+        """The incumbent's pwo reaches the best proven bound so far."""
+        return self.bound is not None and inc.value() >= self.bound - 1e-6 * max(1.0, self.bound)
+
+    def eject(self, inc: Incumbent, guide: LpGuide | None) -> None:
+        """Passes of ejection moves, most valuable waiting jobs first, while they gain."""
+        if self.ejector is None:
+            rank = greedy.RULES["priority, large first"]
+            self.ejector = Ejector(inc, greedy.inherited_ranks(self.inst, rank))
+        weights = np.array([j.value for j in self.inst.jobs])
+        if guide is not None:
+            weights *= 0.1 + guide.share
+
+        def stop() -> bool:
+            self.det_used += DETERMINISTIC_PER_SUBPROBLEM
+            return self.out_of_time(reserve=self.bound_reserve)
+
+        while not self.out_of_time(reserve=self.bound_reserve):
+            result = self.ejector.run_pass(weights, stop)
+            self.write_log(
+                f"eject {self.elapsed():8.2f}s pwo {inc.value():.3f} ({result.tries} tries, "
+                f"{result.hits} hits, +{result.gained:.3f})"
+            )
+            self.report(inc)
+            if not result.hits:
+                break
 
     def neighbourhood(
         self,
@@ -593,7 +666,12 @@ class CpsatSearch:
         # solved at once, each with half the workers: small subproblems gain little from a
         # second worker, and twice as many of them are tried.
         pairs = self.lns_workers >= 2 and not self.deterministic
-        while not self.out_of_time(reserve=self.bound_reserve):
+        next_eject = self.spent()
+        while not self.out_of_time(reserve=self.bound_reserve) and not self.proven(inc):
+            if self.spent() >= next_eject:
+                self.eject(inc, guide)
+                next_eject = self.spent() + EJECT_EVERY
+                continue
             sub = self.neighbourhood(inc, n_nodes, width, max_free, guide)
             if sub is None:
                 width = min(self.inst.slots, width * 2)
@@ -657,32 +735,7 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
         with search.stopper.installed():
             inc = search.initial()
             search.report(inc)
-            bound: float | None = None
-            relaxation: Relaxation | None = None
-            optimal = False
-            if search.full_model_size() <= FULL_MODEL_MAX_INTERVALS and not search.out_of_time():
-                # Optimal here means optimal for the fixed inference layout, not proven for the
-                # instance: the reported bound below decides the status.
-                optimal, layout_bound = search.solve_full(
-                    inc, search.remaining() * FULL_MODEL_SHARE
-                )
-                search.write_log(
-                    f"full model (fixed inference layout): optimal {optimal}, "
-                    f"bound {layout_bound}, pwo {inc.value():.3f}"
-                )
-            if not optimal and not search.out_of_time():
-                relaxation = search.relaxation()
-                search.bound = relaxation.lp.bound
-                search.report(inc)
-                search.plan_tightening(relaxation)
-                guide = lp_guide(relaxation)
-                if guide is not None and not search.out_of_time():
-                    search.guided_start(inc, guide)
-                    search.report(inc)
-                search.lns(inc, guide)
-            if not search.stopper.stopped:
-                bound = search.bound = search.proven_bound(relaxation)
-                search.report(inc)
+            bound = search.run(inc)
         inc.replace(
             list(inc.placements),
             {p.job: p for p in drop_idle_late(instance, list(inc.placements.values()))},

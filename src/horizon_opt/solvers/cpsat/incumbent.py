@@ -1,0 +1,86 @@
+"""The search's current best placements, with the batch GPUs they use per node and slot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from horizon_opt.inference import IntArray
+from horizon_opt.instance import Instance
+from horizon_opt.plan import Plan
+from horizon_opt.solvers.assemble import Placement
+
+
+@dataclass
+class Incumbent:
+    """The current best placements and the batch GPUs they use per node and slot."""
+
+    instance: Instance
+    free: IntArray  # [N, S] left by the elastic inference layout
+    placements: dict[int, Placement] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.used = np.zeros_like(self.free)
+        self.version = 0  # counts changes, for caches of derived data
+        for p in self.placements.values():
+            self._add(p, 1)
+
+    def _add(self, p: Placement, sign: int) -> None:
+        job = self.instance.jobs[p.job]
+        G = self.instance.pools[p.pool].gpus_per_node
+        per_node = job.gpus if len(p.nodes) == 1 else G
+        self.used[list(p.nodes), p.start : p.end(self.instance)] += sign * per_node
+
+    def fits(self, p: Placement) -> bool:
+        job = self.instance.jobs[p.job]
+        G = self.instance.pools[p.pool].gpus_per_node
+        per_node = job.gpus if len(p.nodes) == 1 else G
+        window = (self.free - self.used)[list(p.nodes), p.start : p.end(self.instance)]
+        return bool((window >= per_node).all())
+
+    def replace(self, old: list[int], new: dict[int, Placement]) -> None:
+        self.version += 1
+        for j in old:
+            if j in self.placements:
+                self._add(self.placements.pop(j), -1)
+        for j, p in new.items():
+            self.placements[j] = p
+            self._add(p, 1)
+
+    def rebase(self, free: IntArray, placements: dict[int, Placement]) -> None:
+        """Switch to another inference layout's free GPUs, with placements that fit it."""
+        self.version += 1
+        self.free = free
+        self.placements = dict(placements)
+        self.__post_init__()
+
+    def value(self) -> float:
+        return sum(p.earned(self.instance) for p in self.placements.values())
+
+
+def placements_from_plan(instance: Instance, plan: Plan, free: IntArray) -> dict[int, Placement]:
+    """The jobs of a plan that fit the elastic reservation and their dependencies, in start order."""
+    inc = Incumbent(instance, free)
+    for a in sorted(plan.assignments, key=lambda a: a.start):
+        j = instance.job_index.get(a.job)
+        pool = instance.pool_index.get(a.pool)
+        if j is None or pool is None or pool not in instance.jobs[j].durations:
+            continue
+        job = instance.jobs[j]
+        nodes = tuple(sorted(instance.node_index[n] for n in a.gpus if n in instance.node_index))
+        p = Placement(j, pool, a.start, nodes)
+        ok = (
+            job.release <= a.start
+            and p.end(instance) <= instance.slots
+            and len(nodes) == (instance.pools[pool].nodes_needed(job.gpus) or 0)
+            and all(instance.node_pool[n] == pool for n in nodes)
+            and all(
+                q in inc.placements and inc.placements[q].end(instance) <= a.start
+                for q in job.after
+            )
+            and inc.fits(p)
+        )
+        if ok:
+            inc.replace([], {j: p})
+    return inc.placements
