@@ -8,7 +8,10 @@ Per free job: one start variable, a presence literal per allowed pool, and per c
 an optional fixed-size interval with its own presence literal. A job of `gpus <= G` picks exactly
 one node; a larger gang picks `gpus / G` whole nodes. Each node is a cumulative resource of
 capacity G whose leftover profile is carved out with fixed intervals, so any solution is
-placeable on concrete GPUs (see `assemble.gpu_indices`). Objective: the scaled value of the jobs
+placeable on concrete GPUs (see `assemble.gpu_indices`). When the subproblem asks for it
+(`inference_hint`), inference replicas are decided too: an integer per service, node and slot,
+summing to `req` at each slot, and per node and slot a one-slot interval whose demand is those
+replicas' GPUs, in the same cumulative. Objective: the scaled value of the jobs
 that end on time (a job may also run late, for no value, when a successor needs it), minus the
 sum of end slots as a tie-break that is scaled never to outweigh one unit of value.
 """

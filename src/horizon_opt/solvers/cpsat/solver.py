@@ -1,15 +1,17 @@
-"""The cpsat solver: warm start, LP-guided start, exact model when small, LNS, proven bound.
+"""The cpsat solver: warm start, proven bound, exact model when small, LP-guided LNS.
 
 1. Incumbent: the best of the fifo plan, the greedy plan and a user hint, re-checked against
    the elastic reservation (so the result is never worse than any of them).
-2. When the full node-level model is small enough, CP-SAT solves it directly, inference
-   layout included, which proves optimality on small instances.
-3. Otherwise the time-indexed LP (`mipbound.py`) is solved first: its certified bound is known
-   from then on, and its solution guides the search. A list scheduling of the LP's jobs
-   (`guide.py`) becomes the incumbent when it is better.
-4. With the time left, a large-neighbourhood search: free the jobs of a few nodes of one pool in
-   a time window (plus waiting jobs, drawn by value and LP share), fix everything else, and
-   re-solve that subproblem exactly with a short limit; keep the result when it is no worse.
+2. The time-indexed LP (`mipbound.py`) is solved first: its certified bound is known from then
+   on, and its solution guides the search. On small instances HiGHS's MIP tightens it at once.
+3. When the full node-level model is small enough, CP-SAT solves it: first with the inference
+   layout fixed (quick), then with the replicas decided too (exact, so it can prove optimality).
+   Each stops once its plan reaches the proven bound or its bound proves the plan's pwo.
+4. Otherwise, a list scheduling of the LP's jobs (`guide.py`) becomes the incumbent when it is
+   better, and with the time left, a large-neighbourhood search: free the jobs of a few nodes of
+   one pool in a time window (plus waiting jobs, drawn by value and LP share), fix everything
+   else, and re-solve that subproblem exactly with a short limit; keep it when it is no worse.
+   Passes of ejection moves (`eject.py`) run before it and every EJECT_EVERY of the budget.
 5. The bound is tightened (HiGHS's MIP on the same relaxation) when the model is small enough:
    by one worker during the search, or at the end (`plan_tightening`).
 """
@@ -52,8 +54,11 @@ AROUND_WAITING_SHARE = 0.5  # of the LNS neighbourhoods cut around a waiting job
 # enterprise large, 60 s runs ended at 483.9k / 483.4k / 482.0k / 476.9k with 0.2 / 0.4 / 1 / 2 s:
 # the neighbourhood sizes adapt to what solves in time, and many quick steps beat fewer big ones.
 SUBPROBLEM_SECONDS = 0.4
-# On small instances (full model), of the time left after the LP: HiGHS's MIP on the LP's model
+# On small instances (full model), HiGHS's MIP on the LP's model first gets this share of the
+# time left, at most SMALL_BOUND_SECONDS: it proves many small plans optimal within a second, and
+# when it does not finish, the rest of the search tightens it again (see `plan_tightening`).
 SMALL_BOUND_SHARE = 0.25
+SMALL_BOUND_SECONDS = 2.0
 EJECT_EVERY = 0.2  # of the time limit: LNS time between two rounds of ejection moves (eject.py)
 # With workers=1 the search budgets CP-SAT deterministic time, so runs repeat exactly. One unit
 # took 3-7 s of wall time on the 2-core reference machine (model building included, more on
@@ -404,7 +409,8 @@ class CpsatSearch:
                 # as their plan reaches the bound. (Not with one worker: a MIP stopped by the
                 # clock would make the plan depend on the machine's speed.)
                 now = time.perf_counter()
-                deadline = now + SMALL_BOUND_SHARE * max(0.0, self.deadline - now)
+                left = max(0.0, self.deadline - now)
+                deadline = now + min(SMALL_BOUND_SHARE * left, SMALL_BOUND_SECONDS)
                 self.bound = tighten(relaxation, deadline, self.write_log).value
                 self.bound_reserve = 0.0
             self.report(inc)
@@ -423,8 +429,7 @@ class CpsatSearch:
             if decide_layout and full_bound is not None:
                 self.bound = full_bound if self.bound is None else min(self.bound, full_bound)
         if relaxation is not None and not self.proven(inc) and not self.out_of_time():
-            if not small:
-                self.plan_tightening(relaxation)
+            self.plan_tightening(relaxation)
             guide = lp_guide(relaxation)
             if guide is not None and not self.out_of_time():
                 self.guided_start(inc, guide)
@@ -432,7 +437,8 @@ class CpsatSearch:
             self.lns(inc, guide)
         if self.stopper.stopped:
             return None
-        if self.bound_reserve or not small or self.bound is None:  # else: tightened above
+        tightened = small and not self.deterministic and self.bound is not None
+        if not tightened or self.background is not None or self.bound_reserve:
             found = self.proven_bound(relaxation)
             self.bound = found if self.bound is None else min(found, self.bound)
         self.report(inc)
