@@ -56,18 +56,21 @@ class PassResult:
 
 
 class Ejector:
-    """Ejection moves on one incumbent; `free` never changes, so its window scans are cached."""
+    """Ejection moves on one incumbent, putting evicted jobs back in `ranks` order."""
 
     def __init__(self, inc: Incumbent, ranks: Sequence[Rank]) -> None:
         self.inc = inc
         self.inst: Instance = inc.instance
-        self.ranks = ranks
         self.order = topological_order(self.inst, key=ranks.__getitem__)
+        # Window scans over what inference leaves free, cached while that stays the same.
         self._blocked: dict[tuple[int, int], IntArray] = {}
+        self._blocked_free = inc.free
         self._work: tuple[int, list[PoolWork]] | None = None  # (incumbent version, per pool)
 
     def _blocked_prefix(self, pool: int, need: int) -> IntArray:
         """[nodes, S + 1] running count of slots where inference leaves fewer than `need` GPUs."""
+        if self.inc.free is not self._blocked_free:  # the incumbent moved to another layout
+            self._blocked, self._blocked_free = {}, self.inc.free
         key = (pool, need)
         if key not in self._blocked:
             p = self.inst.pools[pool]
