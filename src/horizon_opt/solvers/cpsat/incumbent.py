@@ -17,12 +17,15 @@ class Incumbent:
     """The current best placements and the batch GPUs they use per node and slot."""
 
     instance: Instance
-    free: IntArray  # [N, S] left by the elastic inference layout
+    free: IntArray  # [N, S] left by the inference layout
     placements: dict[int, Placement] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.used = np.zeros_like(self.free)
         self.version = 0  # counts changes, for caches of derived data
+        self._count_used()
+
+    def _count_used(self) -> None:
+        self.used = np.zeros_like(self.free)
         for p in self.placements.values():
             self._add(p, 1)
 
@@ -53,7 +56,7 @@ class Incumbent:
         self.version += 1
         self.free = free
         self.placements = dict(placements)
-        self.__post_init__()
+        self._count_used()
 
     def value(self) -> float:
         return sum(p.earned(self.instance) for p in self.placements.values())
