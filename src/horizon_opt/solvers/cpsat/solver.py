@@ -313,7 +313,11 @@ class CpsatSearch:
         nm = self.build(self.full_subproblem(inc, decide_layout))
         # Stop once the bound proves the incumbent's pwo optimal: the rest would only prove
         # the end-time tie-break, which can take the whole limit.
-        units = sum(value_units(p.earned(self.inst), self.scale) for p in inc.placements.values())
+        units = sum(
+            value_units(p.earned(self.inst), self.scale)
+            for p in inc.placements.values()
+            if p.earned(self.inst) > 0  # (value_units is at least 1: late jobs count 0 here)
+        )
         status, solver = self.run_solver(
             nm, limit, self.opt.seed, log_search=True, stop_at_units=units
         )
