@@ -37,6 +37,12 @@ class Placement:
         return job.value if self.end(instance) <= job.latest_end(instance.slots) else 0.0
 
 
+def ready_at(instance: Instance, j: int, placements: Mapping[int, Placement]) -> int:
+    """Job j's earliest start: its release, and the ends of its (placed) predecessors."""
+    job = instance.jobs[j]
+    return max([job.release, *(placements[p].end(instance) for p in job.after)])
+
+
 def drop_idle_late(instance: Instance, placements: Sequence[Placement]) -> list[Placement]:
     """Remove late jobs (no value) that no scheduled job runs after: they only burn GPUs."""
     placed = {p.job: p for p in placements}

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from horizon_opt.inference import Layout, elastic_layout
 from horizon_opt.instance import Instance, Job, topological_order
 from horizon_opt.plan import Plan
-from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
+from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late, ready_at
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 from horizon_opt.solvers.options import SolveOptions
 
@@ -88,7 +88,7 @@ def place_in_order(
         if missing:
             reasons[j] = f"runs after {', '.join(missing)}, which is not scheduled"
             continue
-        t0 = max([job.release, *(placements[p].end(instance) for p in job.after)])
+        t0 = ready_at(instance, j, placements)
         latest = job.latest_end(instance.slots)
         best = None
         for only in ([pools[j]] if pools is not None and j in pools else []) + [None]:

@@ -14,16 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-from horizon_opt.inference import IntArray
-from horizon_opt.instance import Instance, topological_order
-from horizon_opt.solvers.assemble import Placement
+from horizon_opt.instance import FloatArray, Instance, IntArray, topological_order
+from horizon_opt.solvers.assemble import Placement, ready_at
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.greedy import Rank, earliest_end
 from horizon_opt.solvers.grid import CapacityGrid
-
-FloatArray = npt.NDArray[np.float64]
 
 CANDIDATES = 3  # eviction windows tried per waiting job, cheapest first
 MAX_COST_RATIO = 1.5  # windows whose evicted value exceeds the job's by more are not tried
@@ -98,15 +94,11 @@ class Ejector:
             self._work = (inc.version, tables)
         return self._work[1]
 
-    def ready(self, j: int, placements: dict[int, Placement]) -> int:
-        job = self.inst.jobs[j]
-        return max([job.release, *(placements[q].end(self.inst) for q in job.after)])
-
     def windows(self, j: int) -> list[Window]:
         """The cheapest eviction windows for waiting job j, over its pools and starts."""
         inst, inc = self.inst, self.inc
         S, job = inst.slots, inst.jobs[j]
-        t0 = self.ready(j, inc.placements)
+        t0 = ready_at(inst, j, inc.placements)
         found: list[Window] = []
         work = self._work_by_pool()
         for p, d in job.durations.items():
@@ -161,7 +153,7 @@ class Ejector:
             if q not in pending or any(r not in placed for r in inst.jobs[q].after):
                 continue
             job = inst.jobs[q]
-            fit = earliest_end(grid, job, self.ready(q, placed), job.latest_end(inst.slots))
+            fit = earliest_end(grid, job, ready_at(inst, q, placed), job.latest_end(inst.slots))
             if fit is not None:
                 grid.occupy(fit, job.gpus, job.durations[fit.pool])
                 placed[q] = back[q] = Placement(q, fit.pool, fit.start, fit.nodes)

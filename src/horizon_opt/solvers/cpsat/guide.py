@@ -18,15 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, Job
+from horizon_opt.instance import FloatArray, Instance, Job
 from horizon_opt.solvers.assemble import Placement, drop_idle_late
 from horizon_opt.solvers.cpsat.mipbound import Relaxation
 from horizon_opt.solvers.greedy import Rank, inherited_ranks, place_in_order
-
-FloatArray = npt.NDArray[np.float64]
 
 SELECTED = 0.5  # a job is "in the LP's plan" when the LP runs at least this share of it
 TARGET_SLACK = (None, 0, 2)  # aim at the LP's start (minus this many slots), or not at all

@@ -405,6 +405,7 @@ class CpsatSearch:
         """Improve `inc` within the budget; returns a proven bound on pwo (None on Ctrl-C)."""
         small = self.full_model_size() <= FULL_MODEL_MAX_INTERVALS
         relaxation: Relaxation | None = None
+        tightened = False  # the bound already had its MIP, and nothing is left to tighten it
         if not self.out_of_time():
             relaxation = self.relaxation()
             self.bound = relaxation.lp.bound
@@ -417,6 +418,7 @@ class CpsatSearch:
                 deadline = now + min(SMALL_BOUND_SHARE * left, SMALL_BOUND_SECONDS)
                 self.bound = tighten(relaxation, deadline, self.write_log).value
                 self.bound_reserve = 0.0
+                tightened = True
             self.report(inc)
         # The full model, first with the inference layout fixed (quick; its optimum holds for
         # that layout only), then exact, with the layout decided too: it can prove optimality.
@@ -441,8 +443,7 @@ class CpsatSearch:
             self.lns(inc, guide)
         if self.stopper.stopped:
             return None
-        tightened = small and not self.deterministic and self.bound is not None
-        if not tightened or self.background is not None or self.bound_reserve:
+        if not tightened or self.background is not None:
             found = self.proven_bound(relaxation)
             self.bound = found if self.bound is None else min(found, self.bound)
         self.report(inc)
