@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 from test_solvers import FAST, INSTANCES, OPTIMUM, build
 
@@ -18,7 +19,7 @@ from horizon_opt.inference import elastic_layout
 from horizon_opt.io import parse_spec
 from horizon_opt.solvers.assemble import build_plan
 from horizon_opt.solvers.cpsat import solver as cpsat_solver
-from horizon_opt.solvers.cpsat.guide import guided_placements, lp_guide
+from horizon_opt.solvers.cpsat.guide import guided_placements, lp_guide, squeaky_wheel
 from horizon_opt.solvers.cpsat.mipbound import solve_lp
 
 
@@ -52,6 +53,31 @@ def test_lp_guided_plan_is_valid(name: str) -> None:
     assert ho.check(inst, plan) == []
     if name in OPTIMUM:  # the LP's jobs are the optimum's here, and list scheduling packs them
         assert plan.objective == pytest.approx(OPTIMUM[name])
+
+
+def test_squeaky_wheel_keeps_the_best_valid_pass() -> None:
+    inst = small_generated()
+    guide = lp_guide(solve_lp(inst, deadline=1e18))
+    assert guide is not None
+    layout = elastic_layout(inst)
+    rule, first = guided_placements(inst, layout, guide)
+    passes = 0
+
+    def stop() -> bool:
+        nonlocal passes
+        passes += 1
+        return passes > 30
+
+    value, placements, done = squeaky_wheel(
+        inst, layout, guide, rule, np.random.default_rng(0), stop
+    )
+    assert done == 30
+    assert value >= sum(p.earned(inst) for p in first)
+    placed = {p.job for p in placements}
+    reasons = {j.index: "not placed" for j in inst.jobs if j.index not in placed}
+    plan = build_plan(inst, "squeaky", placements, layout, reasons, started=time.perf_counter())
+    assert ho.check(inst, plan) == []
+    assert plan.objective == pytest.approx(value)
 
 
 @pytest.mark.usefixtures("no_full_model")

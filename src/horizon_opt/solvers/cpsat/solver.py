@@ -37,7 +37,7 @@ from horizon_opt.solvers import fifo, greedy
 from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
 from horizon_opt.solvers.cpsat.bound import earliest_starts, proven_bound
 from horizon_opt.solvers.cpsat.eject import Ejector
-from horizon_opt.solvers.cpsat.guide import LpGuide, guided_placements, lp_guide
+from horizon_opt.solvers.cpsat.guide import LpGuide, guided_placements, lp_guide, squeaky_wheel
 from horizon_opt.solvers.cpsat.incumbent import Incumbent, placements_from_plan
 from horizon_opt.solvers.cpsat.mipbound import Relaxation, mip_fits, solve_lp, tighten
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale, value_units
@@ -59,6 +59,8 @@ SUBPROBLEM_SECONDS = 0.4
 # when it does not finish, the rest of the search tightens it again (see `plan_tightening`).
 SMALL_BOUND_SHARE = 0.25
 SMALL_BOUND_SECONDS = 2.0
+# Of the budget at most, for squeaky-wheel passes over the LP-guided list scheduling (guide.py).
+SQUEAKY_SHARE = 0.1
 EJECT_EVERY = 0.2  # of the time limit: LNS time between two rounds of ejection moves (eject.py)
 # With workers=1 the search budgets CP-SAT deterministic time, so runs repeat exactly. One unit
 # took 3-7 s of wall time on the 2-core reference machine (model building included, more on
@@ -68,6 +70,8 @@ DETERMINISTIC_PER_SECOND = 0.15
 # Each LNS subproblem is also charged this much (its Python side: choosing, building, applying),
 # so that many tiny subproblems use up the budget too, before the wall clock stops them.
 DETERMINISTIC_PER_SUBPROBLEM = 0.005
+# ...and each squeaky-wheel pass this much per job (a pass over 1,500 jobs takes about 0.06 s).
+DETERMINISTIC_PER_PASS_AND_JOB = 1e-5
 
 
 def unscheduled_reason(
@@ -388,14 +392,32 @@ class CpsatSearch:
         return solve_lp(self.inst, max(deadline, time.perf_counter() + 0.5), self.write_log)
 
     def guided_start(self, inc: Incumbent, guide: LpGuide) -> None:
-        """Take the LP-guided list scheduling when it beats the incumbent."""
+        """Take the LP-guided list scheduling, improved by squeaky-wheel passes (at most
+        SQUEAKY_SHARE of the budget), when it beats the incumbent."""
         started = time.perf_counter()
-        name, placements = guided_placements(self.inst, self.layout, guide)
+        rule, placements = guided_placements(self.inst, self.layout, guide)
         found = Incumbent(self.inst, self.layout.free, {p.job: p for p in placements})
         self.write_log(
-            f"start candidate LP-guided ({name}): pwo {found.value():.3f} "
+            f"start candidate LP-guided ({rule.name}): pwo {found.value():.3f} "
             f"({time.perf_counter() - started:.2f}s)"
         )
+        until = self.spent() + SQUEAKY_SHARE
+        per_pass = DETERMINISTIC_PER_PASS_AND_JOB * len(self.inst.jobs)
+
+        def stop() -> bool:
+            self.det_used += per_pass
+            return self.out_of_time(reserve=self.bound_reserve) or self.spent() >= until
+
+        started = time.perf_counter()
+        value, placements, passes = squeaky_wheel(
+            self.inst, self.layout, guide, rule, self.rng, stop
+        )
+        self.write_log(
+            f"start candidate squeaky wheel: pwo {value:.3f} ({passes} passes, "
+            f"{time.perf_counter() - started:.2f}s)"
+        )
+        if value > found.value() + 1e-9:
+            found = Incumbent(self.inst, self.layout.free, {p.job: p for p in placements})
         if found.value() > inc.value() + 1e-9:
             inc.replace(list(inc.placements), found.placements)
 
