@@ -9,6 +9,8 @@ large, and gives the LNS a much better start. Which order packs best depends on 
 (the most GPU-slots first, the largest gangs first, whole-node gangs then the longest jobs
 first), and so do aiming at the LP's start and trying the LP's pool first: all 18 combinations
 are tried and the best is kept; each is one list scheduling (0.02 s on medium, 0.1 s on large).
+Squeaky-wheel passes (`squeaky_wheel`) then improve the best one by moving the LP jobs it left out
+forward in its order.
 """
 
 from __future__ import annotations
@@ -146,8 +148,8 @@ def squeaky_wheel(
     room. Moving some of those forward, by a random share of their position, lets the next pass
     pack them and displaces others. On enterprise large, 128 passes (7.5 s) raised the LP-guided
     plan from 467.5k to 493.2k; the LNS needed about 100 s for 20k. Stops after STALL passes
-    without a better plan, or when `stop()` says so. Returns (pwo, placements, passes) of the
-    best pass.
+    without a better plan, or when `stop()` says so. Returns the best pass's pwo and placements,
+    and the number of passes run.
     """
     J = len(instance.jobs)
     position = np.empty(J)

@@ -7,10 +7,11 @@
 3. When the full node-level model is small enough, CP-SAT solves it: first with the inference
    layout fixed (quick), then with the replicas decided too (exact, so it can prove optimality).
    Each stops once its plan reaches the proven bound or its bound proves the plan's pwo.
-4. Otherwise, a list scheduling of the LP's jobs (`guide.py`) becomes the incumbent when it is
-   better, and with the time left, a large-neighbourhood search: free the jobs of a few nodes of
-   one pool in a time window (plus waiting jobs, drawn by value and LP share), fix everything
-   else, and re-solve that subproblem exactly with a short limit; keep it when it is no worse.
+4. Otherwise, a list scheduling of the LP's jobs (`guide.py`), improved by squeaky-wheel passes,
+   becomes the incumbent when it is better, and with the time left, a large-neighbourhood
+   search: free the jobs of a few nodes of one pool in a time window (plus waiting jobs, drawn
+   by value and LP share), fix everything else, and re-solve that subproblem exactly with a
+   short limit; keep it when it is no worse.
    Passes of ejection moves (`eject.py`) run before it and every EJECT_EVERY of the budget.
 5. The bound is tightened (HiGHS's MIP on the same relaxation) when the model is small enough:
    by one worker during the search, or at the end (`plan_tightening`).
