@@ -159,11 +159,12 @@ def squeaky_wheel(
     while since < STALL and not stop():
         on_time = {p.job for p in placements if p.earned(instance) > 0}
         left_out = np.array([j for j in range(J) if guide.selected(j) and j not in on_time])
-        if len(left_out):
-            worth = np.array([instance.jobs[j].value for j in left_out]) + 1e-9
-            k = min(len(left_out), max(SQUEAK_MIN, round(SQUEAK_SHARE * len(left_out))))
-            moved = rng.choice(left_out, size=k, replace=False, p=worth / worth.sum())
-            position[moved] *= rng.uniform(*SQUEAK, size=k)
+        if not len(left_out):
+            break  # every LP job is in: the order would not change
+        worth = np.array([instance.jobs[j].value for j in left_out]) + 1e-9
+        k = min(len(left_out), max(SQUEAK_MIN, round(SQUEAK_SHARE * len(left_out))))
+        moved = rng.choice(left_out, size=k, replace=False, p=worth / worth.sum())
+        position[moved] *= rng.uniform(*SQUEAK, size=k)
         ranks = inherited_ranks(instance, lambda job: (position[job.index], job.index))
         value, placements = replace(rule, ranks=ranks).place(instance, layout)
         passes += 1
