@@ -405,8 +405,14 @@ class CpsatSearch:
         until = self.spent() + SQUEAKY_SHARE
         per_pass = DETERMINISTIC_PER_PASS_AND_JOB * len(self.inst.jobs)
 
+        last_report = time.perf_counter()
+
         def stop() -> bool:
+            nonlocal last_report
             self.det_used += per_pass
+            if time.perf_counter() - last_report > 1.0:  # live progress keeps its clock going
+                self.report(inc)
+                last_report = time.perf_counter()
             return self.out_of_time(reserve=self.bound_reserve) or self.spent() >= until
 
         started = time.perf_counter()
