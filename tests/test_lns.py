@@ -15,11 +15,17 @@ from test_solvers import FAST, INSTANCES, OPTIMUM, build
 
 import horizon_opt as ho
 from horizon_opt.generate import generate
-from horizon_opt.inference import elastic_layout
+from horizon_opt.inference import Layout, elastic_layout
 from horizon_opt.io import parse_spec
-from horizon_opt.solvers.assemble import build_plan
+from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.cpsat import solver as cpsat_solver
-from horizon_opt.solvers.cpsat.guide import guided_placements, lp_guide, squeaky_wheel
+from horizon_opt.solvers.cpsat.guide import (
+    ListRule,
+    LpGuide,
+    guided_placements,
+    lp_guide,
+    squeaky_wheel,
+)
 from horizon_opt.solvers.cpsat.mipbound import solve_lp
 
 
@@ -40,16 +46,26 @@ def assert_sound(instance: ho.Instance, plan: ho.Plan) -> None:
     assert plan.objective >= greedy.objective - 1e-9
 
 
-@pytest.mark.parametrize("name", INSTANCES)
-def test_lp_guided_plan_is_valid(name: str) -> None:
-    inst = build(INSTANCES[name])
+def guided(inst: ho.Instance) -> tuple[LpGuide, Layout, ListRule, list[Placement]]:
+    """The LP's guide, the elastic layout, and the best LP-guided list scheduling."""
     guide = lp_guide(solve_lp(inst, deadline=1e18))
     assert guide is not None
     layout = elastic_layout(inst)
-    _, placements = guided_placements(inst, layout, guide)
+    rule, placements = guided_placements(inst, layout, guide)
+    return guide, layout, rule, placements
+
+
+def as_plan(inst: ho.Instance, layout: Layout, placements: list[Placement]) -> ho.Plan:
     placed = {p.job for p in placements}
     reasons = {j.index: "not placed" for j in inst.jobs if j.index not in placed}
-    plan = build_plan(inst, "guided", placements, layout, reasons, started=time.perf_counter())
+    return build_plan(inst, "guided", placements, layout, reasons, started=time.perf_counter())
+
+
+@pytest.mark.parametrize("name", INSTANCES)
+def test_lp_guided_plan_is_valid(name: str) -> None:
+    inst = build(INSTANCES[name])
+    _, layout, _, placements = guided(inst)
+    plan = as_plan(inst, layout, placements)
     assert ho.check(inst, plan) == []
     if name in OPTIMUM:  # the LP's jobs are the optimum's here, and list scheduling packs them
         assert plan.objective == pytest.approx(OPTIMUM[name])
@@ -57,10 +73,7 @@ def test_lp_guided_plan_is_valid(name: str) -> None:
 
 def test_squeaky_wheel_keeps_the_best_valid_pass() -> None:
     inst = small_generated()
-    guide = lp_guide(solve_lp(inst, deadline=1e18))
-    assert guide is not None
-    layout = elastic_layout(inst)
-    rule, first = guided_placements(inst, layout, guide)
+    guide, layout, rule, first = guided(inst)
     passes = 0
 
     def stop() -> bool:
@@ -69,13 +82,11 @@ def test_squeaky_wheel_keeps_the_best_valid_pass() -> None:
         return passes > 30
 
     value, placements, done = squeaky_wheel(
-        inst, layout, guide, rule, np.random.default_rng(0), stop
+        inst, layout, guide, rule, first, np.random.default_rng(0), stop
     )
     assert 1 <= done <= 30  # (it stops early only when every LP job is in)
     assert value >= sum(p.earned(inst) for p in first)
-    placed = {p.job for p in placements}
-    reasons = {j.index: "not placed" for j in inst.jobs if j.index not in placed}
-    plan = build_plan(inst, "squeaky", placements, layout, reasons, started=time.perf_counter())
+    plan = as_plan(inst, layout, placements)
     assert ho.check(inst, plan) == []
     assert plan.objective == pytest.approx(value)
 
@@ -83,12 +94,9 @@ def test_squeaky_wheel_keeps_the_best_valid_pass() -> None:
 @pytest.mark.parametrize("name", OPTIMUM)
 def test_squeaky_wheel_stops_when_every_lp_job_is_in(name: str) -> None:
     inst = build(INSTANCES[name])
-    guide = lp_guide(solve_lp(inst, deadline=1e18))
-    assert guide is not None
-    layout = elastic_layout(inst)
-    rule, first = guided_placements(inst, layout, guide)
+    guide, layout, rule, first = guided(inst)
     value, _, done = squeaky_wheel(
-        inst, layout, guide, rule, np.random.default_rng(0), lambda: False
+        inst, layout, guide, rule, first, np.random.default_rng(0), lambda: False
     )
     assert done == 0
     assert value == pytest.approx(sum(p.earned(inst) for p in first))

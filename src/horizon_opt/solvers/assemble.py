@@ -31,6 +31,12 @@ class Placement:
     def end(self, instance: Instance) -> int:
         return self.start + instance.jobs[self.job].durations[self.pool]
 
+    def gpus_per_node(self, instance: Instance) -> int:
+        """GPUs it holds on each of its nodes: all of its GPUs on one node, else whole nodes."""
+        if len(self.nodes) == 1:
+            return instance.jobs[self.job].gpus
+        return instance.pools[self.pool].gpus_per_node
+
     def earned(self, instance: Instance) -> float:
         """The job's value when it ends on time, else 0 (a late job may still enable others)."""
         job = instance.jobs[self.job]

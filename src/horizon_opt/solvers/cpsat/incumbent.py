@@ -30,17 +30,12 @@ class Incumbent:
             self._add(p, 1)
 
     def _add(self, p: Placement, sign: int) -> None:
-        job = self.instance.jobs[p.job]
-        G = self.instance.pools[p.pool].gpus_per_node
-        per_node = job.gpus if len(p.nodes) == 1 else G
-        self.used[list(p.nodes), p.start : p.end(self.instance)] += sign * per_node
+        gpus = sign * p.gpus_per_node(self.instance)
+        self.used[list(p.nodes), p.start : p.end(self.instance)] += gpus
 
     def fits(self, p: Placement) -> bool:
-        job = self.instance.jobs[p.job]
-        G = self.instance.pools[p.pool].gpus_per_node
-        per_node = job.gpus if len(p.nodes) == 1 else G
         window = (self.free - self.used)[list(p.nodes), p.start : p.end(self.instance)]
-        return bool((window >= per_node).all())
+        return bool((window >= p.gpus_per_node(self.instance)).all())
 
     def replace(self, old: list[int], new: dict[int, Placement]) -> None:
         self.version += 1

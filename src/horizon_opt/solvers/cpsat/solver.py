@@ -404,7 +404,6 @@ class CpsatSearch:
         )
         until = self.spent() + SQUEAKY_SHARE
         per_pass = DETERMINISTIC_PER_PASS_AND_JOB * len(self.inst.jobs)
-
         last_report = time.perf_counter()
 
         def stop() -> bool:
@@ -417,7 +416,7 @@ class CpsatSearch:
 
         started = time.perf_counter()
         value, placements, passes = squeaky_wheel(
-            self.inst, self.layout, guide, rule, self.rng, stop
+            self.inst, self.layout, guide, rule, placements, self.rng, stop
         )
         self.write_log(
             f"start candidate squeaky wheel: pwo {value:.3f} ({passes} passes, "
@@ -612,11 +611,9 @@ class CpsatSearch:
         residual = (inc.free - inc.used)[nodes].copy()
         row = {n: r for r, n in enumerate(nodes)}
         for p in released.values():
-            G = inst.pools[p.pool].gpus_per_node
-            per_node = inst.jobs[p.job].gpus if len(p.nodes) == 1 else G
             for n in p.nodes:
                 if n in row:
-                    residual[row[n], p.start : p.end(inst)] += per_node
+                    residual[row[n], p.start : p.end(inst)] += p.gpus_per_node(inst)
         earliest: dict[int, int] = {}
         latest: dict[int, int] = {}
         must: set[int] = set()
