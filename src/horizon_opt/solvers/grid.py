@@ -8,9 +8,10 @@ slot, so a job costs O(nodes x duration) per jump and there are few jumps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from horizon_opt.inference import IntArray
 from horizon_opt.instance import Instance, Pool
@@ -31,7 +32,12 @@ class CapacityGrid:
 
     def __init__(self, instance: Instance, free: IntArray) -> None:
         self.instance = instance
-        self.free = free.astype(np.int64).copy()  # [N, S], mutated as jobs are placed
+        # [S, N], mutated as jobs are placed. Time-major and small (GPUs per node fit int16):
+        # a window's per-node minimum then reduces over contiguous rows; greedy on xl is ~20%
+        # faster than with [N, S] int64.
+        small = free.max(initial=0) < np.iinfo(np.int16).max
+        dtype = np.int16 if small else np.int64
+        self.free: npt.NDArray[np.signedinteger[Any]] = np.ascontiguousarray(free.T, dtype=dtype)
         # Per pool, the Pareto front of failed searches as (need, nodes, duration, t0,
         # -latest_end): a search fails if some failed one is <= it in every field.
         self.failed: list[list[Failure]] = [[] for _ in instance.pools]
@@ -68,10 +74,10 @@ class CapacityGrid:
         query = (need, k, duration, t0, -latest_end)
         if self._known_to_fail(pool.index, query):
             return None
-        rows = self.free[pool.first_node : pool.first_node + pool.nodes]
+        cols = self.free[:, pool.first_node : pool.first_node + pool.nodes]
         while s + duration <= latest_end:
-            window = rows[:, s : s + duration]
-            low = window.min(axis=1)
+            window = cols[s : s + duration]
+            low = window.min(axis=0)
             fits = np.flatnonzero(low >= need)
             if len(fits) >= k:
                 if choice == "best" and k == 1:
@@ -80,7 +86,7 @@ class CapacityGrid:
                 chosen = tuple(int(pool.first_node + n) for n in fits[:k])
                 return Fit(pool.index, s, chosen)
             # A node can next fit just past the last slot of this window where it is too full.
-            last_bad = duration - np.argmax(window[:, ::-1] < need, axis=1)
+            last_bad = duration - np.argmax(window[::-1] < need, axis=0)
             if k == 1:  # every node is too full somewhere
                 s += int(last_bad.min())
             else:
@@ -92,4 +98,4 @@ class CapacityGrid:
     def occupy(self, fit: Fit, gpus: int, duration: int) -> None:
         pool = self.instance.pools[fit.pool]
         per_node = gpus if len(fit.nodes) == 1 else pool.gpus_per_node
-        self.free[list(fit.nodes), fit.start : fit.start + duration] -= per_node
+        self.free[fit.start : fit.start + duration, list(fit.nodes)] -= per_node
