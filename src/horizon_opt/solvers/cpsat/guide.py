@@ -21,10 +21,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from horizon_opt.inference import Layout
+from horizon_opt.inference import IntArray, Layout
 from horizon_opt.instance import FloatArray, Instance, Job
 from horizon_opt.solvers.assemble import Placement, drop_idle_late
-from horizon_opt.solvers.cpsat.mipbound import Relaxation
+from horizon_opt.solvers.cpsat.bound import earliest_starts
+from horizon_opt.solvers.cpsat.mipbound import Relaxation, whole_free_nodes
 from horizon_opt.solvers.greedy import Rank, inherited_ranks, place_in_order
 
 SELECTED = 0.5  # a job is "in the LP's plan" when the LP runs at least this share of it
@@ -174,3 +175,54 @@ def squeaky_wheel(
         if value > best_value + 1e-9:
             best_value, best, since = value, placements, 0
     return best_value, best, passes
+
+
+def gang_reservation(instance: Instance, guide: LpGuide, ranks: list[Rank]) -> IntArray:
+    """[N, S] GPUs that the LP's whole-node gangs would use, for `inference.layout_around`.
+
+    The gangs (in `ranks` order, aimed at the LP's start and pool) are first placed by counts
+    alone: at each slot a pool's gangs take at most the nodes that inference can leave whole.
+    That is the LP's own rule, and with inference free to sit on any node it is enough: gangs
+    are intervals, and interval partitioning onto identical nodes never needs more nodes than
+    the most gangs running at once. Then each gang, by start, takes nodes that are up and not
+    yet taken all along its run, preferring those whose last gang ended latest (tight in time).
+    """
+    S, N = instance.slots, len(instance.node_names)
+    est = earliest_starts(instance)
+    room = whole_free_nodes(instance).astype(np.int64)
+    gangs = [
+        j.index
+        for j in instance.jobs
+        if guide.selected(j.index)
+        and all(j.gpus >= instance.pools[p].gpus_per_node for p in j.durations)
+    ]
+    planned: list[tuple[int, int, int]] = []  # (start, job, pool)
+    for j in sorted(gangs, key=ranks.__getitem__):
+        job = instance.jobs[j]
+        lp_pool = guide.pool.get(j)
+        pools = sorted(job.durations, key=lambda p: (p != lp_pool, job.durations[p], p))
+        for p in pools:
+            d, n = job.durations[p], job.gpus // instance.pools[p].gpus_per_node
+            lo, hi = est[j], job.latest_end(S) - d
+            aim = min(max(lo, guide.start.get(j, lo)), hi + 1)
+            starts = itertools.chain(range(aim, hi + 1), range(lo, aim))
+            start = next((s for s in starts if room[p, s : s + d].min() >= n), None)
+            if start is not None:
+                room[p, start : start + d] -= n
+                planned.append((start, j, p))
+                break
+    kept = np.zeros((N, S), dtype=np.int64)
+    last_end = np.full(N, -1)
+    for start, j, p in sorted(planned):
+        pool, job = instance.pools[p], instance.jobs[j]
+        end, n = start + job.durations[p], job.gpus // pool.gpus_per_node
+        nodes = [
+            q
+            for q in pool.node_range
+            if instance.up[q, start:end].all() and not kept[q, start:end].any()
+        ]
+        if len(nodes) >= n:
+            nodes.sort(key=lambda q: -last_end[q])
+            kept[nodes[:n], start:end] = pool.gpus_per_node
+            last_end[nodes[:n]] = end
+    return kept

@@ -31,14 +31,20 @@ from typing import IO, Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from horizon_opt.inference import Layout, elastic_layout
+from horizon_opt.inference import Layout, elastic_layout, layout_around
 from horizon_opt.instance import Instance, Pool
 from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers import fifo, greedy
 from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
 from horizon_opt.solvers.cpsat.bound import earliest_starts, proven_bound
 from horizon_opt.solvers.cpsat.eject import Ejector
-from horizon_opt.solvers.cpsat.guide import LpGuide, guided_placements, lp_guide, squeaky_wheel
+from horizon_opt.solvers.cpsat.guide import (
+    LpGuide,
+    gang_reservation,
+    guided_placements,
+    lp_guide,
+    squeaky_wheel,
+)
 from horizon_opt.solvers.cpsat.incumbent import Incumbent, placements_from_plan
 from horizon_opt.solvers.cpsat.mipbound import Relaxation, mip_fits, solve_lp, tighten
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale, value_units
@@ -397,11 +403,23 @@ class CpsatSearch:
         SQUEAKY_SHARE of the budget), when it beats the incumbent."""
         started = time.perf_counter()
         rule, placements = guided_placements(self.inst, self.layout, guide)
-        found = Incumbent(self.inst, self.layout.free, {p.job: p for p in placements})
+        layout = self.layout
+        found = Incumbent(self.inst, layout.free, {p.job: p for p in placements})
         self.write_log(
             f"start candidate LP-guided ({rule.name}): pwo {found.value():.3f} "
             f"({time.perf_counter() - started:.2f}s)"
         )
+        # The same with inference packed around the nodes the LP's whole-node gangs would use.
+        started = time.perf_counter()
+        around = layout_around(self.inst, gang_reservation(self.inst, guide, rule.ranks))
+        rule2, placements2 = guided_placements(self.inst, around, guide)
+        found2 = Incumbent(self.inst, around.free, {p.job: p for p in placements2})
+        self.write_log(
+            f"start candidate LP-guided, inference around the LP's gangs ({rule2.name}): "
+            f"pwo {found2.value():.3f} ({time.perf_counter() - started:.2f}s)"
+        )
+        if found2.value() > found.value() + 1e-9:
+            rule, placements, layout, found = rule2, placements2, around, found2
         until = self.spent() + SQUEAKY_SHARE
         per_pass = DETERMINISTIC_PER_PASS_AND_JOB * len(self.inst.jobs)
         last_report = time.perf_counter()
@@ -416,16 +434,17 @@ class CpsatSearch:
 
         started = time.perf_counter()
         value, placements, passes = squeaky_wheel(
-            self.inst, self.layout, guide, rule, placements, self.rng, stop
+            self.inst, layout, guide, rule, placements, self.rng, stop
         )
         self.write_log(
             f"start candidate squeaky wheel: pwo {value:.3f} ({passes} passes, "
             f"{time.perf_counter() - started:.2f}s)"
         )
         if value > found.value() + 1e-9:
-            found = Incumbent(self.inst, self.layout.free, {p.job: p for p in placements})
+            found = Incumbent(self.inst, layout.free, {p.job: p for p in placements})
         if found.value() > inc.value() + 1e-9:
-            inc.replace(list(inc.placements), found.placements)
+            self.layout = layout  # the plan's inference layout from now on
+            inc.rebase(layout.free, found.placements)
 
     # -- the search --------------------------------------------------------------------------
 
