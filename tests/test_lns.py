@@ -15,13 +15,14 @@ from test_solvers import FAST, INSTANCES, OPTIMUM, build
 
 import horizon_opt as ho
 from horizon_opt.generate import generate
-from horizon_opt.inference import Layout, elastic_layout
+from horizon_opt.inference import Layout, elastic_layout, layout_around
 from horizon_opt.io import parse_spec
 from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.cpsat import solver as cpsat_solver
 from horizon_opt.solvers.cpsat.guide import (
     ListRule,
     LpGuide,
+    gang_reservation,
     guided_placements,
     lp_guide,
     squeaky_wheel,
@@ -59,6 +60,50 @@ def as_plan(inst: ho.Instance, layout: Layout, placements: list[Placement]) -> h
     placed = {p.job for p in placements}
     reasons = {j.index: "not placed" for j in inst.jobs if j.index not in placed}
     return build_plan(inst, "guided", placements, layout, reasons, started=time.perf_counter())
+
+
+# Inference needs one of the two 4-GPU nodes at slots 1 and 4. Gang "early" must run over slots
+# 1-2 and "late" over 2-4. Stacked on node 0, inference leaves only node 1 whole for either run,
+# and they collide at slot 2: one of them fits (pwo 1 x 4 x 3 = 12). Packed around them (early
+# on node 0, late on node 1, inference on the other node at slots 1 and 4), both fit:
+# 4 x 2 + 4 x 3 = 20.
+GANGS = {
+    "name": "gangs",
+    "horizon": {"slots": 5},
+    "pools": [{"name": "a", "gpu_type": "A", "nodes": 2, "gpus_per_node": 4}],
+    "services": [
+        {"name": "chat", "pool": "a", "gpus_per_replica": 4, "demand": [0, 1, 0, 0, 1]}
+    ],
+    "jobs": [
+        {"id": "early", "priority": 1, "gpus": 4, "duration": 2, "release": 1, "deadline": 3},
+        {"id": "late", "priority": 1, "gpus": 4, "duration": 3, "release": 2, "deadline": 5},
+    ],
+}
+
+
+def test_layout_around_the_lp_gangs_fits_what_stacking_cannot() -> None:
+    inst = build(GANGS)
+    guide, stacked, rule, placements = guided(inst)
+    assert as_plan(inst, stacked, placements).objective == pytest.approx(12)
+    around = layout_around(inst, gang_reservation(inst, guide, rule.ranks))
+    _, placements = guided_placements(inst, around, guide)
+    plan = as_plan(inst, around, placements)
+    assert ho.check(inst, plan) == []
+    assert plan.objective == pytest.approx(20)
+
+
+@pytest.mark.parametrize("name", [*INSTANCES, "gangs", "generated"])
+def test_layout_around_reserves_req_and_gives_valid_plans(name: str) -> None:
+    if name == "generated":
+        inst = small_generated()
+    else:
+        inst = build(GANGS if name == "gangs" else INSTANCES[name])
+    guide, _, rule, _ = guided(inst)
+    around = layout_around(inst, gang_reservation(inst, guide, rule.ranks))
+    for s in inst.services:
+        assert (around.replicas[s.index].sum(axis=0) == s.req).all()
+    _, placements = guided_placements(inst, around, guide)
+    assert ho.check(inst, as_plan(inst, around, placements)) == []
 
 
 @pytest.mark.parametrize("name", INSTANCES)
