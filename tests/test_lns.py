@@ -71,9 +71,7 @@ GANGS = {
     "name": "gangs",
     "horizon": {"slots": 5},
     "pools": [{"name": "a", "gpu_type": "A", "nodes": 2, "gpus_per_node": 4}],
-    "services": [
-        {"name": "chat", "pool": "a", "gpus_per_replica": 4, "demand": [0, 1, 0, 0, 1]}
-    ],
+    "services": [{"name": "chat", "pool": "a", "gpus_per_replica": 4, "demand": [0, 1, 0, 0, 1]}],
     "jobs": [
         {"id": "early", "priority": 1, "gpus": 4, "duration": 2, "release": 1, "deadline": 3},
         {"id": "late", "priority": 1, "gpus": 4, "duration": 3, "release": 2, "deadline": 5},
