@@ -369,6 +369,13 @@ class CpsatSearch:
         self.write_log(f"proven bound {found.value:.3f} ({found.method}, {found.seconds:.2f}s)")
         return found.value
 
+    def take_background_bound(self) -> None:
+        """The background MIP's bound, as soon as its thread is done: the search stops when the
+        plan reaches it (on enterprise small s0, at 3 s instead of at the 10 s limit)."""
+        found = self.background_bound
+        if self.background is not None and not self.background.is_alive() and found is not None:
+            self.bound = found if self.bound is None else min(self.bound, found)
+
     def plan_tightening(self, relaxation: Relaxation) -> None:
         """Decide when the bound gets tightened (`mipbound.tighten`), if at all.
 
@@ -498,6 +505,7 @@ class CpsatSearch:
 
     def proven(self, inc: Incumbent) -> bool:
         """The incumbent's pwo reaches the best proven bound so far."""
+        self.take_background_bound()
         return self.bound is not None and inc.value() >= self.bound - 1e-6 * max(1.0, self.bound)
 
     def eject(self, inc: Incumbent, guide: LpGuide | None) -> None:
