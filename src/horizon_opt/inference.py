@@ -113,8 +113,9 @@ def layout_around(instance: Instance, kept: IntArray) -> Layout:
 
     `elastic_layout` stacks replicas on the lowest nodes, so the nodes they leave whole change
     with demand; a long whole-node gang then needs nodes that stay whole across every peak of
-    its run, and on enterprise large a list scheduling fitted 208 of the LP's 228 such gangs.
-    Around their planned nodes, it fitted all of them.
+    its run: on enterprise large s0 a list scheduling fitted 208 of the LP's 228 such gangs.
+    `guide.gang_reservation` planned 224 of them, each on its own nodes, and around those the
+    LP-guided list scheduling rose from 467.5k to 498.9k.
     """
     free = instance.capacity.astype(np.int64).copy()
     replicas = [

@@ -371,7 +371,7 @@ class CpsatSearch:
 
     def take_background_bound(self) -> None:
         """The background MIP's bound, as soon as its thread is done: the search stops when the
-        plan reaches it (on enterprise small s0, at 3 s instead of at the 10 s limit)."""
+        plan reaches it (enterprise small s0: proven at 8.4 s instead of at the 10 s limit)."""
         found = self.background_bound
         if self.background is not None and not self.background.is_alive() and found is not None:
             self.bound = found if self.bound is None else min(self.bound, found)
