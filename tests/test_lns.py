@@ -15,7 +15,7 @@ from test_solvers import FAST, INSTANCES, OPTIMUM, build
 
 import horizon_opt as ho
 from horizon_opt.generate import generate
-from horizon_opt.inference import Layout, elastic_layout, layout_around
+from horizon_opt.inference import Layout, elastic_layout
 from horizon_opt.io import parse_spec
 from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.cpsat import solver as cpsat_solver
@@ -83,7 +83,7 @@ def test_layout_around_the_lp_gangs_fits_what_stacking_cannot() -> None:
     inst = build(GANGS)
     guide, stacked, rule, placements = guided(inst)
     assert as_plan(inst, stacked, placements).objective == pytest.approx(12)
-    around = layout_around(inst, gang_reservation(inst, guide, rule.ranks))
+    around = elastic_layout(inst, around=gang_reservation(inst, guide, rule.ranks))
     _, placements = guided_placements(inst, around, guide)
     plan = as_plan(inst, around, placements)
     assert ho.check(inst, plan) == []
@@ -97,7 +97,7 @@ def test_layout_around_reserves_req_and_gives_valid_plans(name: str) -> None:
     else:
         inst = build(GANGS if name == "gangs" else INSTANCES[name])
     guide, _, rule, _ = guided(inst)
-    around = layout_around(inst, gang_reservation(inst, guide, rule.ranks))
+    around = elastic_layout(inst, around=gang_reservation(inst, guide, rule.ranks))
     for s in inst.services:
         assert (around.replicas[s.index].sum(axis=0) == s.req).all()
     _, placements = guided_placements(inst, around, guide)

@@ -63,8 +63,11 @@ class Layout:
     free: IntArray  # [N, S] GPUs free for batch work (0 while a node is down)
 
 
-def _layout(instance: Instance, targets: list[IntArray], file_order: bool) -> Layout:
-    """Pack `targets[v][t]` replicas of each service at every slot; never fewer than req."""
+def _layout(
+    instance: Instance, targets: list[IntArray], file_order: bool, kept: IntArray | None = None
+) -> Layout:
+    """Pack `targets[v][t]` replicas of each service at every slot; never fewer than req.
+    With `kept` ([N, S] GPUs), replicas avoid those GPUs at every slot where the rest suffices."""
     free = instance.capacity.astype(np.int64).copy()
     replicas = [
         np.zeros((instance.pools[s.pool].nodes, instance.slots), dtype=np.int64)
@@ -78,9 +81,12 @@ def _layout(instance: Instance, targets: list[IntArray], file_order: bool) -> La
         for t in range(instance.slots):
             demands = [(s.gpus_per_replica, int(targets[s.index][t])) for s in members]
             order = list(range(len(members))) if file_order else None
-            placed, left = pack(free[rows, t], demands, order)
+            held = 0 if kept is None else kept[rows, t]
+            placed, left = pack(free[rows, t] - held, demands, order)
+            left = left + held
             if any(placed[i].sum() < s.req[t] for i, s in enumerate(members)):
-                # File order left a service short: pack its requirement first, then top up.
+                # File order (or `kept`) left a service short: its requirement goes first, on
+                # every GPU, then the top-up.
                 need = [(s.gpus_per_replica, int(s.req[t])) for s in members]
                 placed, left = pack(free[rows, t], need)
                 extra = [(s.gpus_per_replica, int(targets[s.index][t] - s.req[t])) for s in members]
@@ -95,46 +101,21 @@ def _layout(instance: Instance, targets: list[IntArray], file_order: bool) -> La
     return Layout(tuple(replicas), free)
 
 
-def elastic_layout(instance: Instance) -> Layout:
-    """Reserve exactly `req[v][t]` replicas at each slot (largest replicas packed first)."""
-    return _layout(instance, [s.req for s in instance.services], file_order=False)
+def elastic_layout(instance: Instance, around: IntArray | None = None) -> Layout:
+    """Reserve exactly `req[v][t]` replicas at each slot (largest replicas packed first).
+
+    `around`: [N, S] GPUs that planned batch gangs will use (`guide.gang_reservation`). Replicas
+    then go first-fit onto the rest of each pool, and onto those GPUs only at slots where the
+    rest is too small. Without it, replicas stack on the lowest nodes, so the nodes they leave
+    whole change with demand, and a long whole-node gang needs nodes that stay whole across
+    every peak of its run: on enterprise large s0 a list scheduling fitted 208 of the LP's 228
+    such gangs; `gang_reservation` planned 224 of them, each on its own nodes, and around those
+    the LP-guided list scheduling rose from 467.5k to 498.9k.
+    """
+    return _layout(instance, [s.req for s in instance.services], file_order=False, kept=around)
 
 
 def static_peak_layout(instance: Instance) -> Layout:
     """FIFO's static reservation: every service's peak at every slot, in file order, first-fit."""
     peaks = [np.full(instance.slots, int(s.req.max(initial=0))) for s in instance.services]
     return _layout(instance, peaks, file_order=True)
-
-
-def layout_around(instance: Instance, kept: IntArray) -> Layout:
-    """The elastic reservation (`req[v][t]` replicas) packed around `kept`, the [N, S] GPUs that
-    planned batch gangs will use: replicas go first-fit onto the rest of each pool, and onto
-    kept GPUs only at slots where the rest is too small.
-
-    `elastic_layout` stacks replicas on the lowest nodes, so the nodes they leave whole change
-    with demand; a long whole-node gang then needs nodes that stay whole across every peak of
-    its run: on enterprise large s0 a list scheduling fitted 208 of the LP's 228 such gangs.
-    `guide.gang_reservation` planned 224 of them, each on its own nodes, and around those the
-    LP-guided list scheduling rose from 467.5k to 498.9k.
-    """
-    free = instance.capacity.astype(np.int64).copy()
-    replicas = [
-        np.zeros((instance.pools[s.pool].nodes, instance.slots), dtype=np.int64)
-        for s in instance.services
-    ]
-    for pool in instance.pools:
-        members = [s for s in instance.services if s.pool == pool.index]
-        rows = slice(pool.first_node, pool.first_node + pool.nodes)
-        for t in range(instance.slots) if members else ():
-            demands = [(s.gpus_per_replica, int(s.req[t])) for s in members]
-            placed, left = pack(free[rows, t] - kept[rows, t], demands)
-            left += kept[rows, t]
-            if any(placed[i].sum() < s.req[t] for i, s in enumerate(members)):
-                placed, left = pack(free[rows, t], demands)
-            for i, s in enumerate(members):
-                replicas[s.index][:, t] = placed[i]
-            free[rows, t] = left
-    for r in replicas:
-        r.setflags(write=False)
-    free.setflags(write=False)
-    return Layout(tuple(replicas), free)

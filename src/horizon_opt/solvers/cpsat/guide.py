@@ -68,14 +68,16 @@ def lp_guide(relaxation: Relaxation) -> LpGuide | None:
     return LpGuide(np.minimum(share, 1.0), start, pool)
 
 
+def whole_node(instance: Instance, job: Job) -> bool:
+    """The job takes whole nodes on every pool it may use."""
+    return all(job.gpus >= instance.pools[p].gpus_per_node for p in job.durations)
+
+
 def _orders(instance: Instance, guide: LpGuide) -> dict[str, Callable[[Job], Rank]]:
     """Rankings: the LP's jobs first (three ways), then the rest by priority."""
 
     def energy(job: Job) -> float:
         return job.gpus * min(job.durations.values())
-
-    def whole(job: Job) -> bool:
-        return all(job.gpus >= instance.pools[p].gpus_per_node for p in job.durations)
 
     def rest(job: Job) -> Rank:
         return (-job.priority, -job.gpus, job.index)
@@ -89,7 +91,7 @@ def _orders(instance: Instance, guide: LpGuide) -> dict[str, Callable[[Job], Ran
         ),
         # Long jobs on part of a node need the same node all along; they go before short ones.
         "LP jobs, whole-node gangs first, then longest first": lambda j: (
-            (0, -whole(j), -min(j.durations.values()), -j.gpus, j.index)
+            (0, -whole_node(instance, j), -min(j.durations.values()), -j.gpus, j.index)
             if guide.selected(j.index)
             else (1, *rest(j))
         ),
@@ -178,7 +180,7 @@ def squeaky_wheel(
 
 
 def gang_reservation(instance: Instance, guide: LpGuide, ranks: list[Rank]) -> IntArray:
-    """[N, S] GPUs that the LP's whole-node gangs would use, for `inference.layout_around`.
+    """[N, S] GPUs that the LP's whole-node gangs would use, for `inference.elastic_layout(around=...)`.
 
     The gangs (in `ranks` order, aimed at the LP's start and pool) are first placed by counts
     alone: at each slot a pool's gangs take at most the nodes that inference can leave whole.
@@ -190,12 +192,7 @@ def gang_reservation(instance: Instance, guide: LpGuide, ranks: list[Rank]) -> I
     S, N = instance.slots, len(instance.node_names)
     est = earliest_starts(instance)
     room = whole_free_nodes(instance).astype(np.int64)
-    gangs = [
-        j.index
-        for j in instance.jobs
-        if guide.selected(j.index)
-        and all(j.gpus >= instance.pools[p].gpus_per_node for p in j.durations)
-    ]
+    gangs = [j.index for j in instance.jobs if guide.selected(j.index) and whole_node(instance, j)]
     planned: list[tuple[int, int, int]] = []  # (start, job, pool)
     for j in sorted(gangs, key=ranks.__getitem__):
         job = instance.jobs[j]

@@ -31,7 +31,7 @@ from typing import IO, Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from horizon_opt.inference import Layout, elastic_layout, layout_around
+from horizon_opt.inference import Layout, elastic_layout
 from horizon_opt.instance import Instance, Pool
 from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers import fifo, greedy
@@ -39,6 +39,7 @@ from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
 from horizon_opt.solvers.cpsat.bound import earliest_starts, proven_bound
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.guide import (
+    ListRule,
     LpGuide,
     gang_reservation,
     guided_placements,
@@ -408,25 +409,24 @@ class CpsatSearch:
     def guided_start(self, inc: Incumbent, guide: LpGuide) -> None:
         """Take the LP-guided list scheduling, improved by squeaky-wheel passes (at most
         SQUEAKY_SHARE of the budget), when it beats the incumbent."""
-        started = time.perf_counter()
-        rule, placements = guided_placements(self.inst, self.layout, guide)
+
+        def candidate(layout: Layout, label: str) -> tuple[float, ListRule, list[Placement]]:
+            started = time.perf_counter()
+            rule, placements = guided_placements(self.inst, layout, guide)
+            value = sum(p.earned(self.inst) for p in placements)
+            self.write_log(
+                f"start candidate LP-guided{label} ({rule.name}): pwo {value:.3f} "
+                f"({time.perf_counter() - started:.2f}s)"
+            )
+            return value, rule, placements
+
         layout = self.layout
-        found = Incumbent(self.inst, layout.free, {p.job: p for p in placements})
-        self.write_log(
-            f"start candidate LP-guided ({rule.name}): pwo {found.value():.3f} "
-            f"({time.perf_counter() - started:.2f}s)"
-        )
+        found, rule, placements = candidate(layout, "")
         # The same with inference packed around the nodes the LP's whole-node gangs would use.
-        started = time.perf_counter()
-        around = layout_around(self.inst, gang_reservation(self.inst, guide, rule.ranks))
-        rule2, placements2 = guided_placements(self.inst, around, guide)
-        found2 = Incumbent(self.inst, around.free, {p.job: p for p in placements2})
-        self.write_log(
-            f"start candidate LP-guided, inference around the LP's gangs ({rule2.name}): "
-            f"pwo {found2.value():.3f} ({time.perf_counter() - started:.2f}s)"
-        )
-        if found2.value() > found.value() + 1e-9:
-            rule, placements, layout, found = rule2, placements2, around, found2
+        around = elastic_layout(self.inst, around=gang_reservation(self.inst, guide, rule.ranks))
+        found2, rule2, placements2 = candidate(around, ", inference around the LP's gangs")
+        if found2 > found + 1e-9:
+            found, rule, placements, layout = found2, rule2, placements2, around
         until = self.spent() + SQUEAKY_SHARE
         per_pass = DETERMINISTIC_PER_PASS_AND_JOB * len(self.inst.jobs)
         last_report = time.perf_counter()
@@ -447,11 +447,9 @@ class CpsatSearch:
             f"start candidate squeaky wheel: pwo {value:.3f} ({passes} passes, "
             f"{time.perf_counter() - started:.2f}s)"
         )
-        if value > found.value() + 1e-9:
-            found = Incumbent(self.inst, layout.free, {p.job: p for p in placements})
-        if found.value() > inc.value() + 1e-9:
+        if value > inc.value() + 1e-9:  # (value >= found: the passes start from that plan)
             self.layout = layout  # the plan's inference layout from now on
-            inc.rebase(layout.free, found.placements)
+            inc.rebase(layout.free, {p.job: p for p in placements})
 
     # -- the search --------------------------------------------------------------------------
 
