@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from horizon_opt.check import MAX_PER_RULE, Violation, check
+from horizon_opt import load_instance
+from horizon_opt.check import MAX_PER_RULE, Violation, check, expected_holding
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
 
@@ -31,6 +33,27 @@ def has(lines: list[str], rule: int, *words: str) -> bool:
     return any(
         line.startswith(f"rule {rule}: ") and all(w in line for w in words) for line in lines
     )
+
+
+def _gangs_agree(instance: Instance) -> None:
+    for job in instance.jobs:
+        assert set(job.gangs) == set(job.durations)
+        for p, gang in job.gangs.items():
+            G = instance.pools[p].gpus_per_node
+            assert (gang.nodes, gang.gpus_per_node) == expected_holding(job.gpus, G), job.id
+            assert gang.whole == (gang.gpus_per_node == G)
+
+
+def test_checker_and_compiled_placement_rule_agree(any_instance: Instance) -> None:
+    # The checker derives the placement rule on its own; the solvers read `Job.gangs`.
+    _gangs_agree(any_instance)
+
+
+@pytest.mark.parametrize(
+    "name", ["demo", "bench/hetero-small-s0", "bench/deadline-small-s1", "bench/trace-small-s2"]
+)
+def test_checker_and_compiled_placement_rule_agree_on_files(name: str) -> None:
+    _gangs_agree(load_instance(Path(__file__).parents[1] / "instances" / f"{name}.yaml"))
 
 
 def test_hand_plan_is_valid(tiny: Instance, tiny_plan: Plan) -> None:

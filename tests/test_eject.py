@@ -13,13 +13,13 @@ from horizon_opt.inference import elastic_layout
 from horizon_opt.solvers.assemble import build_plan
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.incumbent import Incumbent, placements_from_plan
-from horizon_opt.solvers.greedy import RULES, inherited_ranks
+from horizon_opt.solvers.listsched import inherited_ranks, priority_large_first
 
 
 def from_fifo(inst: ho.Instance) -> tuple[Incumbent, Ejector]:
     free = elastic_layout(inst).free
     inc = Incumbent(inst, free, placements_from_plan(inst, ho.solve(inst, "fifo"), free))
-    return inc, Ejector(inc, inherited_ranks(inst, RULES["priority, large first"]))
+    return inc, Ejector(inc, inherited_ranks(inst, priority_large_first))
 
 
 def values(inst: ho.Instance) -> np.ndarray:

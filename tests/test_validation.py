@@ -18,7 +18,7 @@ import pytest
 
 from horizon_opt import load_instance
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import compile_instance
+from horizon_opt.instance import Gang, compile_instance
 from horizon_opt.io import parse_spec
 
 Spec = dict[str, Any]
@@ -577,7 +577,8 @@ def test_multi_node_gang_on_whole_nodes(tiny_spec: Spec) -> None:
     data = tiny_spec
     job(data, "train").update(gpus=8)  # 2 whole nodes of a
     inst = compile_instance(parse_spec(data))
-    assert inst.pools[0].nodes_needed(8) == 2
+    train = inst.jobs[inst.job_index["train"]]
+    assert dict(train.gangs) == {0: Gang(nodes=2, gpus_per_node=4, whole=True)}
 
 
 def test_required_replicas_formula() -> None:

@@ -34,6 +34,14 @@ def _slots(mask: np.ndarray) -> str:
     return f"slots {idx[0]}..{idx[-1]} ({len(idx)} slots)"
 
 
+def expected_holding(gpus: int, gpus_per_node: int) -> tuple[int, int]:
+    """(nodes, GPUs held on each) for a gang under FORMAT.md's placement rule, derived here from
+    the rule alone: the solvers read the compiled `Job.gangs`, and a test checks both agree."""
+    if gpus <= gpus_per_node:
+        return 1, gpus
+    return gpus // gpus_per_node, gpus_per_node
+
+
 class _Checker:
     def __init__(self, instance: Instance, plan: Plan) -> None:
         self.inst = instance
@@ -113,19 +121,20 @@ class _Checker:
                         2,
                         f"job {job_id!r}: GPU indices {idx} on {node} are not distinct indices in 0..{G - 1}",
                     )
-            if job.gpus <= G:
+            nodes, per_node = expected_holding(job.gpus, G)
+            if nodes == 1:
                 sizes = [len(set(v)) for v in a.gpus.values()]
-                if len(a.gpus) != 1 or sizes != [job.gpus]:
+                if len(a.gpus) != 1 or sizes != [per_node]:
                     self.report(
                         2,
                         f"job {job_id!r}: a gang of {job.gpus} on pool {pool.name} must hold exactly {job.gpus} GPUs of one node, holds {dict(a.gpus)}",
                     )
             else:
                 whole = all(sorted(set(v)) == list(range(G)) for v in a.gpus.values())
-                if len(a.gpus) != job.gpus // G or not whole:
+                if len(a.gpus) != nodes or not whole:
                     self.report(
                         2,
-                        f"job {job_id!r}: a gang of {job.gpus} on pool {pool.name} must hold {job.gpus // G} whole nodes of {G} GPUs",
+                        f"job {job_id!r}: a gang of {job.gpus} on pool {pool.name} must hold {nodes} whole nodes of {G} GPUs",
                     )
 
     def rule3_dependencies(self, assigned: dict[str, int]) -> None:

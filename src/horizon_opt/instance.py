@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from horizon_opt.errors import InstanceError
-from horizon_opt.inference import pack
+from horizon_opt.packing import pack
 from horizon_opt.spec import InstanceSpec, JobKind
 
 BoolArray = npt.NDArray[np.bool_]
@@ -41,14 +41,29 @@ class Pool:
     def node_range(self) -> range:
         return range(self.first_node, self.first_node + self.nodes)
 
-    def nodes_needed(self, gpus: int) -> int | None:
-        """Whole nodes a gang takes under the placement rule (1 = part of one node), or None."""
-        g = self.gpus_per_node
-        if gpus <= g:
-            return 1
-        if gpus % g == 0 and gpus // g <= self.nodes:
-            return gpus // g
-        return None
+
+@dataclass(frozen=True)
+class Gang:
+    """How a job sits on one pool: `gpus_per_node` of its GPUs on each of `nodes` nodes.
+
+    Every solver, bound and layout reads this instead of deriving the placement rule again, so
+    a new per-job placement constraint changes `gang_on` and nothing downstream.
+    """
+
+    nodes: int
+    gpus_per_node: int
+    whole: bool  # it takes every GPU of its nodes
+
+
+def gang_on(pool: Pool, gpus: int) -> Gang | None:
+    """FORMAT.md's placement rule: a gang of at most G GPUs sits on one node; a larger one on
+    gpus / G whole nodes when G divides it and the pool has that many nodes; else nowhere."""
+    g = pool.gpus_per_node
+    if gpus <= g:
+        return Gang(1, gpus, gpus == g)
+    if gpus % g == 0 and gpus // g <= pool.nodes:
+        return Gang(gpus // g, g, True)
+    return None
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,7 @@ class Job:
     priority: float
     gpus: int
     durations: Mapping[int, int]  # allowed pool index -> duration in slots (placeable pools only)
+    gangs: Mapping[int, Gang]  # the same pools -> how the job sits on that pool's nodes
     release: int
     deadline: int | None
     after: tuple[int, ...]  # job indices
@@ -282,7 +298,8 @@ class _Compiler:
         for i, j in enumerate(self.spec.jobs):
             path = f"jobs[{i}]"
             durations = self.job_durations(i, by_name)
-            placeable = {p: d for p, d in durations.items() if pools[p].nodes_needed(j.gpus)}
+            gangs = {p: g for p in durations if (g := gang_on(pools[p], j.gpus)) is not None}
+            placeable = {p: d for p, d in durations.items() if p in gangs}
             if durations and not placeable:
                 why = ", ".join(
                     f"{pools[p].name} has {pools[p].nodes} nodes of {pools[p].gpus_per_node} GPUs"
@@ -327,6 +344,7 @@ class _Compiler:
                     priority=j.priority,
                     gpus=j.gpus,
                     durations=placeable,
+                    gangs=gangs,
                     release=release,
                     deadline=deadline,
                     after=tuple(after),
@@ -466,6 +484,17 @@ def topological_order(instance: Instance, key: Callable[[int], Any] | None = Non
             if waiting[s] == 0:
                 heapq.heappush(ready, (rank(s), s))
     return order
+
+
+def earliest_starts(instance: Instance) -> list[int]:
+    """Each job's earliest start: its release, pushed past the shortest runs of its predecessors."""
+    est = [j.release for j in instance.jobs]
+    for j in topological_order(instance):
+        job = instance.jobs[j]
+        for p in job.after:
+            pred = instance.jobs[p]
+            est[j] = max(est[j], est[p] + min(pred.durations.values()))
+    return est
 
 
 def _ranges(slots: list[int]) -> str:

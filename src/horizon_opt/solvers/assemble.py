@@ -32,10 +32,8 @@ class Placement:
         return self.start + instance.jobs[self.job].durations[self.pool]
 
     def gpus_per_node(self, instance: Instance) -> int:
-        """GPUs it holds on each of its nodes: all of its GPUs on one node, else whole nodes."""
-        if len(self.nodes) == 1:
-            return instance.jobs[self.job].gpus
-        return instance.pools[self.pool].gpus_per_node
+        """GPUs it holds on each of its nodes."""
+        return instance.jobs[self.job].gangs[self.pool].gpus_per_node
 
     def earned(self, instance: Instance) -> float:
         """The job's value when it ends on time, else 0 (a late job may still enable others)."""
@@ -79,8 +77,7 @@ def gpu_indices(
         # Start order; ties in the order the solver placed the jobs (FIFO: the job taken first
         # gets the lowest free indices).
         for p in sorted(items, key=lambda q: q.start):
-            gpus = instance.jobs[p.job].gpus
-            want = gpus if len(p.nodes) == 1 else G
+            want = p.gpus_per_node(instance)
             free = np.flatnonzero(busy_until <= p.start)[:want]
             if len(free) < want:
                 raise RuntimeError(

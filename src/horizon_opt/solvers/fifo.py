@@ -50,7 +50,7 @@ def solve(
         best: Fit | None = None
         for pool_idx, d in sorted(job.durations.items()):
             fit = grid.earliest_in_pool(
-                instance.pools[pool_idx], job.gpus, d, t0, instance.slots, "first"
+                instance.pools[pool_idx], job.gangs[pool_idx], d, t0, instance.slots, "first"
             )
             if fit is not None and (best is None or fit.start < best.start):
                 best = fit
@@ -59,7 +59,7 @@ def solve(
                 f"does not fit before the end of the horizon (earliest start considered: slot {t0})"
             )
             continue
-        grid.occupy(best, job.gpus, job.durations[best.pool])
+        grid.occupy(best, job.gangs[best.pool], job.durations[best.pool])
         placements[j] = Placement(j, best.pool, best.start, best.nodes)
         floor = best.start
     name = "fifo-elastic" if elastic else "fifo"

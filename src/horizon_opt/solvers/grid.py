@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from horizon_opt.inference import IntArray
-from horizon_opt.instance import Instance, Pool
+from horizon_opt.instance import Gang, Instance, Pool
 
 NodeChoice = Literal["first", "best"]
 Failure = tuple[int, int, int, int, int]
@@ -61,16 +61,13 @@ class CapacityGrid:
         rows.append(query)
 
     def earliest_in_pool(
-        self, pool: Pool, gpus: int, duration: int, t0: int, latest_end: int, choice: NodeChoice
+        self, pool: Pool, gang: Gang, duration: int, t0: int, latest_end: int, choice: NodeChoice
     ) -> Fit | None:
         """Earliest start >= t0 with end <= latest_end where the gang fits on `pool`."""
-        k = pool.nodes_needed(gpus)
-        if k is None:
-            return None
         s = max(t0, 0)
         if s + duration > latest_end:
             return None
-        need = gpus if k == 1 else pool.gpus_per_node
+        k, need = gang.nodes, gang.gpus_per_node
         query = (need, k, duration, t0, -latest_end)
         if self._known_to_fail(pool.index, query):
             return None
@@ -95,7 +92,5 @@ class CapacityGrid:
         self._remember_failure(pool.index, query)
         return None
 
-    def occupy(self, fit: Fit, gpus: int, duration: int) -> None:
-        pool = self.instance.pools[fit.pool]
-        per_node = gpus if len(fit.nodes) == 1 else pool.gpus_per_node
-        self.free[fit.start : fit.start + duration, list(fit.nodes)] -= per_node
+    def occupy(self, fit: Fit, gang: Gang, duration: int) -> None:
+        self.free[fit.start : fit.start + duration, list(fit.nodes)] -= gang.gpus_per_node

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from horizon_opt.plan import Plan
@@ -24,10 +25,27 @@ class Progress:
         return (self.bound - self.objective) / max(self.bound, 1e-9)
 
 
+MAX_DEFAULT_WORKERS = 8
+
+
+def default_workers() -> int:
+    """CP-SAT workers for this machine: the CPUs this process may run on, at most 8.
+
+    The search is mostly many small LNS subproblems, solved two at a time with half the workers
+    each; a subproblem that takes a fraction of a second gains little from more than a few
+    workers, and CP-SAT's portfolio beyond 8 mostly adds memory. Set `workers` to go higher.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_DEFAULT_WORKERS, cpus))
+
+
 @dataclass(frozen=True)
 class SolveOptions:
     time_limit: float = 60.0  # seconds of wall time for anytime solvers
-    workers: int = 2  # CP-SAT search workers; 2 suits a 2-core machine
+    workers: int = field(default_factory=default_workers)  # CP-SAT search workers
     seed: int = 0
     log: Path | None = None  # where CP-SAT writes its search log
     hint: Plan | None = None  # a plan to start from (cpsat)

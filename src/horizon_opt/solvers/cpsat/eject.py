@@ -18,8 +18,8 @@ import numpy as np
 from horizon_opt.instance import FloatArray, Instance, IntArray, topological_order
 from horizon_opt.solvers.assemble import Placement, ready_at
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
-from horizon_opt.solvers.greedy import Rank, earliest_end
 from horizon_opt.solvers.grid import CapacityGrid
+from horizon_opt.solvers.listsched import Rank, earliest_end
 
 CANDIDATES = 3  # eviction windows tried per waiting job, cheapest first
 MAX_COST_RATIO = 1.5  # windows whose evicted value exceeds the job's by more are not tried
@@ -103,11 +103,10 @@ class Ejector:
         work = self._work_by_pool()
         for p, d in job.durations.items():
             pool = inst.pools[p]
-            k = pool.nodes_needed(job.gpus)
+            k, need = job.gangs[p].nodes, job.gangs[p].gpus_per_node
             last = job.latest_end(S) - d
-            if k is None or last < t0:
+            if last < t0:
                 continue
-            need = job.gpus if k == 1 else pool.gpus_per_node
             starts = np.arange(t0, last + 1)
             prefix = self._blocked_prefix(p, need)
             fits = prefix[:, starts + d] == prefix[:, starts]  # [nodes, starts]
@@ -155,7 +154,7 @@ class Ejector:
             job = inst.jobs[q]
             fit = earliest_end(grid, job, ready_at(inst, q, placed), job.latest_end(inst.slots))
             if fit is not None:
-                grid.occupy(fit, job.gpus, job.durations[fit.pool])
+                grid.occupy(fit, job.gangs[fit.pool], job.durations[fit.pool])
                 placed[q] = back[q] = Placement(q, fit.pool, fit.start, fit.nodes)
         inc.replace([], back)
         gained = sum(pl.earned(inst) for pl in back.values()) + inc.placements[j].earned(inst)

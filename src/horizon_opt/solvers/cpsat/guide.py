@@ -26,7 +26,7 @@ from horizon_opt.instance import FloatArray, Instance, Job
 from horizon_opt.solvers.assemble import Placement, drop_idle_late
 from horizon_opt.solvers.cpsat.bound import earliest_starts
 from horizon_opt.solvers.cpsat.mipbound import Relaxation, whole_free_nodes
-from horizon_opt.solvers.greedy import Rank, inherited_ranks, place_in_order
+from horizon_opt.solvers.listsched import Rank, inherited_ranks, place_in_order
 
 SELECTED = 0.5  # a job is "in the LP's plan" when the LP runs at least this share of it
 TARGET_SLACK = (None, 0, 2)  # aim at the LP's start (minus this many slots), or not at all
@@ -70,7 +70,7 @@ def lp_guide(relaxation: Relaxation) -> LpGuide | None:
 
 def whole_node(instance: Instance, job: Job) -> bool:
     """The job takes whole nodes on every pool it may use."""
-    return all(job.gpus >= instance.pools[p].gpus_per_node for p in job.durations)
+    return all(gang.whole for gang in job.gangs.values())
 
 
 def _orders(instance: Instance, guide: LpGuide) -> dict[str, Callable[[Job], Rank]]:
@@ -199,7 +199,7 @@ def gang_reservation(instance: Instance, guide: LpGuide, ranks: list[Rank]) -> I
         lp_pool = guide.pool.get(j)
         pools = sorted(job.durations, key=lambda p: (p != lp_pool, job.durations[p], p))
         for p in pools:
-            d, n = job.durations[p], job.gpus // instance.pools[p].gpus_per_node
+            d, n = job.durations[p], job.gangs[p].nodes
             lo, hi = est[j], job.latest_end(S) - d
             aim = min(max(lo, guide.start.get(j, lo)), hi + 1)
             starts = itertools.chain(range(aim, hi + 1), range(lo, aim))
@@ -212,7 +212,7 @@ def gang_reservation(instance: Instance, guide: LpGuide, ranks: list[Rank]) -> I
     last_end = np.full(N, -1)
     for start, j, p in sorted(planned):
         pool, job = instance.pools[p], instance.jobs[j]
-        end, n = start + job.durations[p], job.gpus // pool.gpus_per_node
+        end, n = start + job.durations[p], job.gangs[p].nodes
         nodes = [
             q
             for q in pool.node_range

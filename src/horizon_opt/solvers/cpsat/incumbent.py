@@ -71,7 +71,7 @@ def placements_from_plan(instance: Instance, plan: Plan, free: IntArray) -> dict
         ok = (
             job.release <= a.start
             and p.end(instance) <= instance.slots
-            and len(nodes) == (instance.pools[pool].nodes_needed(job.gpus) or 0)
+            and len(nodes) == job.gangs[pool].nodes
             and all(instance.node_pool[n] == pool for n in nodes)
             and all(
                 q in inc.placements and inc.placements[q].end(instance) <= a.start

@@ -102,9 +102,8 @@ class NodeModel:
             lo, hi = self.sub.earliest[j], self.sub.latest_end[j]
             pools = {}
             for p, d in job.durations.items():
-                k = self.inst.pools[p].nodes_needed(job.gpus)
                 nodes = self._candidate_nodes(j, p)
-                if k is not None and hi - lo >= d and len(nodes) >= k:
+                if hi - lo >= d and len(nodes) >= job.gangs[p].nodes:
                     pools[p] = (d, nodes)
             if not pools:
                 continue
@@ -120,8 +119,7 @@ class NodeModel:
                 self.on_pool[j][p] = y
                 m.add(start + d <= hi).only_enforce_if(y)
                 m.add(end == start + d).only_enforce_if(y)
-                G = self.inst.pools[p].gpus_per_node
-                demand = job.gpus if job.gpus <= G else G
+                demand = job.gangs[p].gpus_per_node
                 for n in nodes:
                     z = m.new_bool_var(f"node[{job.id},{self.inst.node_names[n]}]")
                     self.on_node[j][n] = z
@@ -177,7 +175,7 @@ class NodeModel:
         for j, pools in self.on_pool.items():
             job = self.inst.jobs[j]
             for p, y in pools.items():
-                k = self.inst.pools[p].nodes_needed(job.gpus) or 1
+                k = job.gangs[p].nodes
                 zs = [z for n, z in self.on_node[j].items() if self.inst.node_pool[n] == p]
                 self.model.add(sum(zs) == k * y)
 
@@ -239,16 +237,12 @@ class NodeModel:
             job = self.inst.jobs[j]
             for n, z in choice.items():
                 p = int(self.inst.node_pool[n])
-                G = self.inst.pools[p].gpus_per_node
-                load[n].append((min(job.gpus, G) * job.durations[p], z))
+                load[n].append((job.gangs[p].gpus_per_node * job.durations[p], z))
         hinted = {n: 0 for n in self.sub.nodes}
         for h in self.sub.hint.values():
-            G = self.inst.pools[h.pool].gpus_per_node
             for n in h.nodes:
                 if n in hinted:
-                    hinted[n] += (
-                        min(self.inst.jobs[h.job].gpus, G) * self.inst.jobs[h.job].durations[h.pool]
-                    )
+                    hinted[n] += h.gpus_per_node(self.inst) * self.inst.jobs[h.job].durations[h.pool]
         for group in groups.values():
             if len(group) < 2:
                 continue

@@ -49,6 +49,7 @@ from horizon_opt.solvers.cpsat.guide import (
 from horizon_opt.solvers.cpsat.incumbent import Incumbent, placements_from_plan
 from horizon_opt.solvers.cpsat.mipbound import Relaxation, mip_fits, solve_lp, tighten
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale, value_units
+from horizon_opt.solvers.listsched import inherited_ranks, priority_large_first
 from horizon_opt.solvers.options import Progress, SolveOptions
 
 FULL_MODEL_MAX_INTERVALS = 4_000  # above this, LNS only: the full model stalls on medium instances
@@ -509,8 +510,8 @@ class CpsatSearch:
     def eject(self, inc: Incumbent, guide: LpGuide | None) -> None:
         """Passes of ejection moves, most valuable waiting jobs first, while they gain."""
         if self.ejector is None:
-            rank = greedy.RULES["priority, large first"]
-            self.ejector = Ejector(inc, greedy.inherited_ranks(self.inst, rank))
+            ranks = inherited_ranks(self.inst, priority_large_first)
+            self.ejector = Ejector(inc, ranks)
         weights = np.array([j.value for j in self.inst.jobs])
         if guide is not None:
             weights *= 0.1 + guide.share
@@ -673,7 +674,7 @@ class CpsatSearch:
         pools = [
             p
             for p in job.durations
-            if len(open_nodes[p]) >= (inst.pools[p].nodes_needed(job.gpus) or 10**9)
+            if len(open_nodes[p]) >= job.gangs[p].nodes
         ]
         if not pools:
             return None
@@ -696,7 +697,7 @@ class CpsatSearch:
         a, b = max(lo, centre - margin), min(hi, centre + d + margin)
         nodes = np.array(open_nodes[p])
         room = (inc.free - inc.used)[nodes, a:b].sum(axis=1) + self.rng.random(len(nodes))
-        k = max(n_nodes, pool.nodes_needed(job.gpus) or 1)
+        k = max(n_nodes, job.gangs[p].nodes)
         chosen = set(int(n) for n in nodes[np.argsort(-room)[:k]])
         return pool, chosen, a, b, [j]
 
