@@ -10,6 +10,7 @@ from test_solvers import FRAGMENT, PRIORITY, build
 
 import horizon_opt as ho
 from horizon_opt.inference import elastic_layout
+from horizon_opt.params import SearchParams
 from horizon_opt.solvers.assemble import build_plan
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.incumbent import Incumbent, placements_from_plan
@@ -19,7 +20,9 @@ from horizon_opt.solvers.listsched import inherited_ranks, priority_large_first
 def from_fifo(inst: ho.Instance) -> tuple[Incumbent, Ejector]:
     free = elastic_layout(inst).free
     inc = Incumbent(inst, free, placements_from_plan(inst, ho.solve(inst, "fifo"), free))
-    return inc, Ejector(inc, inherited_ranks(inst, priority_large_first))
+    ranks = inherited_ranks(inst, priority_large_first)
+    params = SearchParams()
+    return inc, Ejector(inc, ranks, params.eject_candidates, params.eject_max_cost_ratio)
 
 
 def values(inst: ho.Instance) -> np.ndarray:

@@ -1,8 +1,8 @@
 """The cpsat path that medium and larger instances take: LP first, LP-guided start, LNS.
 
-Tiny instances normally go through the full model; here it is switched off, so the LP, the
-guided list scheduling, the LNS and the background bound run on instances small enough to
-solve in a few seconds.
+Tiny instances normally go through the full model; here it is switched off (a parameter), so
+the LP, the guided list scheduling, the LNS and the background bound run on instances small
+enough to solve in a few seconds.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import horizon_opt as ho
 from horizon_opt.generate import generate
 from horizon_opt.inference import Layout, elastic_layout
 from horizon_opt.io import parse_spec
+from horizon_opt.params import SearchParams
+from horizon_opt.relaxation import solve_lp
 from horizon_opt.solvers.assemble import Placement, build_plan
-from horizon_opt.solvers.cpsat import solver as cpsat_solver
 from horizon_opt.solvers.cpsat.guide import (
     ListRule,
     LpGuide,
@@ -27,12 +28,9 @@ from horizon_opt.solvers.cpsat.guide import (
     lp_guide,
     squeaky_wheel,
 )
-from horizon_opt.solvers.cpsat.mipbound import solve_lp
 
-
-@pytest.fixture
-def no_full_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cpsat_solver, "FULL_MODEL_MAX_INTERVALS", 0)
+PARAMS = SearchParams()
+LNS_ONLY = SearchParams(full_model_max_intervals=0)  # no full model, however small
 
 
 def small_generated() -> ho.Instance:
@@ -49,10 +47,10 @@ def assert_sound(instance: ho.Instance, plan: ho.Plan) -> None:
 
 def guided(inst: ho.Instance) -> tuple[LpGuide, Layout, ListRule, list[Placement]]:
     """The LP's guide, the elastic layout, and the best LP-guided list scheduling."""
-    guide = lp_guide(solve_lp(inst, deadline=1e18))
+    guide = lp_guide(solve_lp(inst, deadline=1e18), PARAMS.selected_share)
     assert guide is not None
     layout = elastic_layout(inst)
-    rule, placements = guided_placements(inst, layout, guide)
+    rule, placements = guided_placements(inst, layout, guide, PARAMS.target_slack)
     return guide, layout, rule, placements
 
 
@@ -84,7 +82,7 @@ def test_layout_around_the_lp_gangs_fits_what_stacking_cannot() -> None:
     guide, stacked, rule, placements = guided(inst)
     assert as_plan(inst, stacked, placements).objective == pytest.approx(12)
     around = elastic_layout(inst, around=gang_reservation(inst, guide, rule.ranks))
-    _, placements = guided_placements(inst, around, guide)
+    _, placements = guided_placements(inst, around, guide, PARAMS.target_slack)
     plan = as_plan(inst, around, placements)
     assert ho.check(inst, plan) == []
     assert plan.objective == pytest.approx(20)
@@ -100,7 +98,7 @@ def test_layout_around_reserves_req_and_gives_valid_plans(name: str) -> None:
     around = elastic_layout(inst, around=gang_reservation(inst, guide, rule.ranks))
     for s in inst.services:
         assert (around.replicas[s.index].sum(axis=0) == s.req).all()
-    _, placements = guided_placements(inst, around, guide)
+    _, placements = guided_placements(inst, around, guide, PARAMS.target_slack)
     assert ho.check(inst, as_plan(inst, around, placements)) == []
 
 
@@ -125,7 +123,7 @@ def test_squeaky_wheel_keeps_the_best_valid_pass() -> None:
         return passes > 30
 
     value, placements, done = squeaky_wheel(
-        inst, layout, guide, rule, first, np.random.default_rng(0), stop
+        inst, layout, guide, rule, first, np.random.default_rng(0), stop, PARAMS
     )
     assert 1 <= done <= 30  # (it stops early only when every LP job is in)
     assert value >= sum(p.earned(inst) for p in first)
@@ -139,33 +137,30 @@ def test_squeaky_wheel_stops_when_every_lp_job_is_in(name: str) -> None:
     inst = build(INSTANCES[name])
     guide, layout, rule, first = guided(inst)
     value, _, done = squeaky_wheel(
-        inst, layout, guide, rule, first, np.random.default_rng(0), lambda: False
+        inst, layout, guide, rule, first, np.random.default_rng(0), lambda: False, PARAMS
     )
     assert done == 0
     assert value == pytest.approx(sum(p.earned(inst) for p in first))
 
 
-@pytest.mark.usefixtures("no_full_model")
 @pytest.mark.parametrize("name", INSTANCES)
 def test_lns_path_finds_the_hand_optimum(name: str) -> None:
     inst = build(INSTANCES[name])
-    plan = ho.solve(inst, "cpsat", **FAST)
+    plan = ho.solve(inst, "cpsat", **FAST, params=LNS_ONLY)
     assert_sound(inst, plan)
     if name in OPTIMUM:
         assert plan.objective == pytest.approx(OPTIMUM[name])
 
 
-@pytest.mark.usefixtures("no_full_model")
 @pytest.mark.parametrize("workers", [1, 2])
 def test_lns_path_on_a_generated_instance(workers: int) -> None:
     inst = small_generated()
-    plan = ho.solve(inst, "cpsat", time_limit=3.0, workers=workers, seed=0)
+    plan = ho.solve(inst, "cpsat", time_limit=3.0, workers=workers, seed=0, params=LNS_ONLY)
     assert_sound(inst, plan)
 
 
-@pytest.mark.usefixtures("no_full_model")
 def test_lns_path_repeatable_with_one_worker() -> None:
     inst = small_generated()
-    a = ho.solve(inst, "cpsat", time_limit=3.0, workers=1, seed=3)
-    b = ho.solve(inst, "cpsat", time_limit=3.0, workers=1, seed=3)
+    a = ho.solve(inst, "cpsat", time_limit=3.0, workers=1, seed=3, params=LNS_ONLY)
+    b = ho.solve(inst, "cpsat", time_limit=3.0, workers=1, seed=3, params=LNS_ONLY)
     assert a.assignments == b.assignments

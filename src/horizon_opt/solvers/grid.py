@@ -13,8 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from horizon_opt.inference import IntArray
-from horizon_opt.instance import Gang, Instance, Pool
+from horizon_opt.instance import Gang, Instance, IntArray, Pool
 
 NodeChoice = Literal["first", "best"]
 Failure = tuple[int, int, int, int, int]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from horizon_opt.params import SearchParams
 from horizon_opt.plan import Plan
 
 
@@ -50,3 +51,4 @@ class SolveOptions:
     log: Path | None = None  # where CP-SAT writes its search log
     hint: Plan | None = None  # a plan to start from (cpsat)
     on_progress: Callable[[Progress], None] | None = None
+    params: SearchParams = field(default_factory=SearchParams)  # tuning of the cpsat search

@@ -1,16 +1,14 @@
 """Plans guided by the time-indexed LP: which jobs to run, and roughly when and where.
 
-The LP (`mipbound.solve_lp`) relaxes where jobs sit on nodes but keeps every pool's capacity per
-slot, every deadline and every dependency, so its solution is a good answer to "which jobs are
-worth the horizon's GPU-slots". Greedy answers it by priority alone and runs out of room for
+The LP (`relaxation.solve_lp`) relaxes where jobs sit on nodes but keeps every pool's capacity
+per slot, every deadline and every dependency, so its solution is a good answer to "which jobs
+are worth the horizon's GPU-slots". Greedy answers it by priority alone and runs out of room for
 lower-priority jobs that pack well. Placing the LP's jobs first (a list-scheduling rounding of
-the LP) beat greedy by 20-53% on the three enterprise medium instances and by 9% on enterprise
-large, and gives the LNS a much better start. Which order packs best depends on the instance
-(the most GPU-slots first, the largest gangs first, whole-node gangs then the longest jobs
-first), and so do aiming at the LP's start and trying the LP's pool first: all 18 combinations
-are tried and the best is kept; each is one list scheduling (0.02 s on medium, 0.1 s on large).
-Squeaky-wheel passes (`squeaky_wheel`) then improve the best one by moving the LP jobs it left out
-forward in its order.
+the LP) gives the LNS a much better start. Which order packs best depends on the instance (the
+most GPU-slots first, the largest gangs first, whole-node gangs then the longest jobs first), and
+so do aiming at the LP's start and trying the LP's pool first: every combination is tried, each
+one cheap list scheduling, and the best is kept. Squeaky-wheel passes (`squeaky_wheel`) then
+improve it by moving the LP jobs it left out forward in its order.
 """
 
 from __future__ import annotations
@@ -21,23 +19,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from horizon_opt.inference import IntArray, Layout
-from horizon_opt.instance import FloatArray, Instance, Job
+from horizon_opt.inference import Layout
+from horizon_opt.instance import FloatArray, Instance, IntArray, Job, earliest_starts
+from horizon_opt.params import SearchParams
+from horizon_opt.relaxation import Relaxation, whole_free_nodes
 from horizon_opt.solvers.assemble import Placement, drop_idle_late
-from horizon_opt.solvers.cpsat.bound import earliest_starts
-from horizon_opt.solvers.cpsat.mipbound import Relaxation, whole_free_nodes
 from horizon_opt.solvers.listsched import Rank, inherited_ranks, place_in_order
-
-SELECTED = 0.5  # a job is "in the LP's plan" when the LP runs at least this share of it
-TARGET_SLACK = (None, 0, 2)  # aim at the LP's start (minus this many slots), or not at all
-# Per pass, a tenth of the left-out LP jobs (at least 5; drawn by value) move forward: their
-# position in the order is multiplied by a draw from SQUEAK. Moving all of them at once
-# reshuffles too much: on enterprise large (11 s, three seeds) 481-486k against 488-493k,
-# and on xl it found nothing in 110 passes where a tenth gained 1.2% in 28.
-SQUEAK = (0.3, 0.9)
-SQUEAK_SHARE = 0.1
-SQUEAK_MIN = 5
-STALL = 100  # squeaky-wheel passes without a better plan before it stops
 
 
 @dataclass(frozen=True)
@@ -45,12 +32,13 @@ class LpGuide:
     share: FloatArray  # [J] the share of each job that the LP runs, 0..1
     start: dict[int, int]  # the start of each job's heaviest LP run (jobs the LP runs)
     pool: dict[int, int]  # the pool of that run
+    threshold: float  # a job is "in the LP's plan" when the LP runs at least this share of it
 
     def selected(self, j: int) -> bool:
-        return bool(self.share[j] >= SELECTED)
+        return bool(self.share[j] >= self.threshold)
 
 
-def lp_guide(relaxation: Relaxation) -> LpGuide | None:
+def lp_guide(relaxation: Relaxation, threshold: float) -> LpGuide | None:
     """The LP's job shares and starts, or None when the LP has no primal solution."""
     cols, lp = relaxation.cols, relaxation.lp
     if lp.x is None or lp.columns is None or not len(lp.columns):
@@ -65,7 +53,7 @@ def lp_guide(relaxation: Relaxation) -> LpGuide | None:
         j = int(cols.job[k])
         if xv > heaviest.get(j, 1e-6):
             heaviest[j], start[j], pool[j] = xv, int(cols.start[k]), int(cols.pool[k])
-    return LpGuide(np.minimum(share, 1.0), start, pool)
+    return LpGuide(np.minimum(share, 1.0), start, pool, threshold)
 
 
 def whole_node(instance: Instance, job: Job) -> bool:
@@ -114,14 +102,15 @@ class ListRule:
 
 
 def guided_placements(
-    instance: Instance, layout: Layout, guide: LpGuide
+    instance: Instance, layout: Layout, guide: LpGuide, target_slack: tuple[int | None, ...]
 ) -> tuple[ListRule, list[Placement]]:
-    """The best list scheduling of the LP's jobs over a few orders, start targets and pools."""
+    """The best list scheduling of the LP's jobs over a few orders, start targets (the LP's
+    start minus each of `target_slack`, None: no target) and pools."""
     best: tuple[float, ListRule | None, list[Placement]] = (-1.0, None, [])
     lp_pools = {j: p for j, p in guide.pool.items() if guide.selected(j)}
     for name, rank in _orders(instance, guide).items():
         ranks = inherited_ranks(instance, rank)
-        for slack, pools in itertools.product(TARGET_SLACK, (None, lp_pools)):
+        for slack, pools in itertools.product(target_slack, (None, lp_pools)):
             targets = (
                 None if slack is None else {j: max(0, s - slack) for j, s in guide.start.items()}
             )
@@ -144,32 +133,32 @@ def squeaky_wheel(
     first: list[Placement],
     rng: np.random.Generator,
     stop: Callable[[], bool],
+    params: SearchParams,
 ) -> tuple[float, list[Placement], int]:
     """Squeaky-wheel optimization of the list scheduling: after each pass, the LP's jobs that it
     left out (or late) move forward in the order, and the list is scheduled again.
 
     `first` is the rule's own plan (from `guided_placements`). A list scheduling of the LP's
-    jobs leaves some of them out: jobs placed earlier took their
-    room. Moving some of those forward, by a random share of their position, lets the next pass
-    pack them and displaces others. On enterprise large, 128 passes (7.5 s) raised the LP-guided
-    plan from 467.5k to 493.2k; the LNS needed about 100 s for 20k. Stops after STALL passes
-    without a better plan, or when `stop()` says so. Returns the best pass's pwo and placements,
-    and the number of passes run.
+    jobs leaves some of them out: jobs placed earlier took their room. Moving a share of those
+    forward (drawn by value), by a random factor of their position, lets the next pass pack
+    them and displaces others; moving all of them at once reshuffles too much. Stops after
+    `params.squeak_stall` passes without a better plan, or when `stop()` says so. Returns the
+    best pass's pwo and placements, and the number of passes run.
     """
     J = len(instance.jobs)
     position = np.empty(J)
     position[sorted(range(J), key=rule.ranks.__getitem__)] = np.arange(J, dtype=float)
     best_value, best = sum(p.earned(instance) for p in first), first
     placements, since, passes = best, 0, 0
-    while since < STALL and not stop():
+    while since < params.squeak_stall and not stop():
         on_time = {p.job for p in placements if p.earned(instance) > 0}
         left_out = np.array([j for j in range(J) if guide.selected(j) and j not in on_time])
         if not len(left_out):
             break  # every LP job is in: the order would not change
         worth = np.array([instance.jobs[j].value for j in left_out]) + 1e-9
-        k = min(len(left_out), max(SQUEAK_MIN, round(SQUEAK_SHARE * len(left_out))))
+        k = min(len(left_out), max(params.squeak_min, round(params.squeak_share * len(left_out))))
         moved = rng.choice(left_out, size=k, replace=False, p=worth / worth.sum())
-        position[moved] *= rng.uniform(*SQUEAK, size=k)
+        position[moved] *= rng.uniform(*params.squeak_factor, size=k)
         ranks = inherited_ranks(instance, lambda job: (position[job.index], job.index))
         value, placements = replace(rule, ranks=ranks).place(instance, layout)
         passes += 1

@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from horizon_opt.inference import IntArray
-from horizon_opt.instance import Instance
+from horizon_opt.instance import Instance, IntArray
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.assemble import Placement
 

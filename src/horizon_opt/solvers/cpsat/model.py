@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from horizon_opt.inference import IntArray, Layout
-from horizon_opt.instance import Instance
+from horizon_opt.inference import Layout
+from horizon_opt.instance import Instance, IntArray
 from horizon_opt.solvers.assemble import Placement
 
 
@@ -242,7 +242,9 @@ class NodeModel:
         for h in self.sub.hint.values():
             for n in h.nodes:
                 if n in hinted:
-                    hinted[n] += h.gpus_per_node(self.inst) * self.inst.jobs[h.job].durations[h.pool]
+                    hinted[n] += (
+                        h.gpus_per_node(self.inst) * self.inst.jobs[h.job].durations[h.pool]
+                    )
         for group in groups.values():
             if len(group) < 2:
                 continue

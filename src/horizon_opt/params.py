@@ -1,0 +1,108 @@
+"""Every value that steers the cpsat search and the relaxation, in one frozen object.
+
+The defaults are what the benchmarks (benchmarks/README.md) were run with. A library user can
+override any of them, `SolveOptions(params=SearchParams(subproblem_seconds=1.0))`, to tune the
+search for their own instances; none of them changes what a valid plan is or what the proven
+bound proves, only how the time is spent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    # -- the budget: shares of the time limit ---------------------------------------------------
+    lp_share: float = 0.3
+    """At most this share of the time limit for the LP before the search."""
+    bound_share: float = 0.1
+    """Kept after the search to tighten the bound, when it is tightened at the end at all."""
+    full_model_share: float = 0.5
+    """Of the time left, for each full-model solve on small instances."""
+    squeaky_share: float = 0.1
+    """Of the budget at most, for squeaky-wheel passes over the LP-guided list scheduling."""
+    eject_every: float = 0.2
+    """Budget share of LNS between two rounds of ejection moves."""
+    small_bound_share: float = 0.25
+    """On small instances, HiGHS's MIP gets this share of the time left first (it often proves
+    the plan optimal at once), at most `small_bound_seconds`."""
+    small_bound_seconds: float = 2.0
+    bound_min_seconds: float = 1.0
+    """The bound at the end gets the time left, at least this many seconds..."""
+    bound_min_share: float = 0.1
+    """...or this share of the time limit, whichever is more."""
+
+    # -- deterministic budget (workers = 1) -----------------------------------------------------
+    deterministic_per_second: float = 0.15
+    """CP-SAT deterministic time units per second of time limit, so that one-worker runs
+    (repeatable) usually end by this budget before the wall clock stops them."""
+    deterministic_per_subproblem: float = 0.005
+    """Charged per LNS subproblem or ejection try for its Python side (choose, build, apply), so
+    that many tiny subproblems use the budget up too."""
+    deterministic_per_pass_and_job: float = 1e-5
+    """Charged per squeaky-wheel pass and job."""
+
+    # -- the full model -------------------------------------------------------------------------
+    full_model_max_intervals: int = 4_000
+    """Above this many (job, candidate node) intervals, no full model: only the LNS, since the
+    full model stalls on larger instances."""
+
+    # -- the large-neighbourhood search ---------------------------------------------------------
+    subproblem_seconds: float = 0.4
+    """Time limit of one LNS subproblem (times `deterministic_per_second` with one worker): the
+    neighbourhood sizes adapt to what solves in time, and many quick steps beat fewer big ones."""
+    around_waiting_share: float = 0.5
+    """Share of neighbourhoods cut around a waiting job (the rest: random windows)."""
+    lns_nodes: int = 4
+    """Nodes of a first neighbourhood; +1 after each round solved to optimality, -1 otherwise..."""
+    lns_nodes_range: tuple[int, int] = (2, 64)
+    """...within this range."""
+    lns_free_jobs: int = 30
+    """Free jobs of a first neighbourhood; +4 or -4 likewise..."""
+    lns_free_jobs_range: tuple[int, int] = (10, 120)
+    """...within this range."""
+    lns_free_jobs_step: int = 4
+    lns_waiting_min: int = 4
+    """Waiting jobs offered to a neighbourhood, at least (more when it has room)."""
+    lns_width_share: float = 0.25
+    """Width of a random window, as a share of the horizon (at least 4 slots)."""
+    lp_weight_floor: float = 0.1
+    """Waiting jobs are drawn by value x (this + their LP share), so the LP steers the draw
+    without starving the jobs it leaves out."""
+
+    # -- LP-guided starts (guide.py) ------------------------------------------------------------
+    selected_share: float = 0.5
+    """A job is in the LP's plan when the LP runs at least this share of it."""
+    target_slack: tuple[int | None, ...] = (None, 0, 2)
+    """List schedulings aim at the LP's start minus this many slots (None: no aim)."""
+    squeak_factor: tuple[float, float] = (0.3, 0.9)
+    """A left-out LP job's position in the order is multiplied by a draw from this range."""
+    squeak_share: float = 0.1
+    """Share of the left-out LP jobs moved forward per pass (moving all reshuffles too much)..."""
+    squeak_min: int = 5
+    """...at least this many."""
+    squeak_stall: int = 100
+    """Squeaky-wheel passes without a better plan before it stops."""
+
+    # -- ejection moves (eject.py) --------------------------------------------------------------
+    eject_candidates: int = 3
+    """Eviction windows tried per waiting job, cheapest first."""
+    eject_max_cost_ratio: float = 1.5
+    """Windows whose evicted value exceeds the job's by more are not tried."""
+
+    # -- the relaxation (relaxation/) -----------------------------------------------------------
+    initial_runs: int = 3
+    """Runs per job and pool in the first master LP, spread from earliest to latest."""
+    dependency_rows_max: int = 2_000
+    """Dependency rows in all in the finer second LP..."""
+    dependency_rows_min: int = 4
+    """...and at least this many per dependency (the first LP has one)."""
+    mip_max_columns: int = 50_000
+    """HiGHS's MIP on the relaxation is tried only on models this small..."""
+    mip_max_nonzeros: int = 1_000_000
+    """...with at most this many matrix entries (HiGHS's memory)..."""
+    mip_seconds_per_entry: float = 4e-5
+    """...and when the time left covers its presolve and root LP at this rate."""
+    mip_max_seconds: float = 60.0
+    """Beyond this the MIP gains little, and its search tree keeps growing."""

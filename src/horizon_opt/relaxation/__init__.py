@@ -1,0 +1,30 @@
+"""The time-indexed relaxation of the planning problem and the proven bound on pwo it gives.
+
+Pool-level runs (job, pool, start) as columns (`columns`), its LP by column generation
+(`master`) certified by weak duality (`certificate`), HiGHS's MIP on it when small (`mip`), and
+the entry points (`bound`). It uses HiGHS only, no CP-SAT.
+"""
+
+from horizon_opt.relaxation.bound import Bound, Relaxation, proven_bound, solve_lp, tighten
+from horizon_opt.relaxation.columns import (
+    Columns,
+    build_columns,
+    pool_free_gpus,
+    whole_free_nodes,
+)
+from horizon_opt.relaxation.master import LpResult
+from horizon_opt.relaxation.mip import mip_fits
+
+__all__ = [
+    "Bound",
+    "Columns",
+    "LpResult",
+    "Relaxation",
+    "build_columns",
+    "mip_fits",
+    "pool_free_gpus",
+    "proven_bound",
+    "solve_lp",
+    "tighten",
+    "whole_free_nodes",
+]

@@ -1,0 +1,57 @@
+"""The search's budget: the wall clock, and with one worker CP-SAT's deterministic time.
+
+With one worker every step is charged in deterministic units (CP-SAT's own, plus a fixed charge
+per Python-side step), so a rerun takes the same steps and gives the same plan, whatever the
+machine's speed. The wall clock still stops the search at the time limit. Ctrl-C ends the budget.
+"""
+
+from __future__ import annotations
+
+import time
+
+from horizon_opt.params import SearchParams
+
+
+class Budget:
+    def __init__(self, time_limit: float, deterministic: bool, params: SearchParams) -> None:
+        self.started = time.perf_counter()
+        self.time_limit = time_limit
+        self.deadline = self.started + time_limit
+        self.deterministic = deterministic
+        # (the LP before the search takes wall time, up to lp_share of it)
+        self.units = time_limit * params.deterministic_per_second * (1 - params.lp_share)
+        self.used = 0.0
+        self.interrupted = False  # set by Ctrl-C
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def charge(self, units: float) -> None:
+        """Count deterministic units spent (ignored by the wall clock)."""
+        self.used += units
+
+    def units_spent(self, reserve: float = 0.0) -> bool:
+        """With one worker: the deterministic budget, less `reserve` (a share), is used up."""
+        return self.deterministic and self.used >= self.units * (1 - reserve)
+
+    def out_of_time(self, reserve: float = 0.0) -> bool:
+        """True when the budget, less `reserve` (a share of the time limit), is spent."""
+        if self.interrupted or self.units_spent(reserve):
+            return True
+        return time.perf_counter() >= self.deadline - reserve * self.time_limit
+
+    def spent(self) -> float:
+        """The share of the budget used so far (deterministic units with one worker)."""
+        if self.deterministic:
+            return self.used / max(self.units, 1e-9)
+        return self.elapsed() / self.time_limit
+
+    def remaining(self, reserve: float = 0.0) -> float:
+        """Budget left for CP-SAT (deterministic units with one worker, else seconds)."""
+        if self.deterministic:
+            return max(0.0, self.units * (1 - reserve) - self.used)
+        return max(0.0, self.deadline - reserve * self.time_limit - time.perf_counter())
+
+    def cpsat_limit(self, seconds: float, deterministic_per_second: float) -> float:
+        """A CP-SAT time limit of `seconds`, in the budget's units."""
+        return seconds * (deterministic_per_second if self.deterministic else 1.0)

@@ -1,0 +1,92 @@
+"""The whole node-level model, on instances small enough for CP-SAT to solve it outright.
+
+First with the inference layout fixed (quick; its optimum holds for that layout only), then
+exact, with the replicas decided too: then it can prove a plan optimal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from horizon_opt.solvers.cpsat.incumbent import Incumbent
+from horizon_opt.solvers.cpsat.model import Subproblem, value_units
+from horizon_opt.solvers.cpsat.search import Search
+
+
+def model_size(search: Search) -> int:
+    """(job, candidate node) intervals of the full model."""
+    inst = search.inst
+    return sum(inst.pools[p].nodes for j in inst.jobs for p in j.durations)
+
+
+def fits(search: Search) -> bool:
+    return model_size(search) <= search.params.full_model_max_intervals
+
+
+def full_subproblem(search: Search, inc: Incumbent, decide_layout: bool) -> Subproblem:
+    inst = search.inst
+    jobs = [j.index for j in inst.jobs]
+    return Subproblem(
+        jobs=jobs,
+        nodes=list(range(inst.num_nodes)),
+        residual=(inst.capacity if decide_layout else search.layout.free).astype(np.int64),
+        earliest={j: search.est[j] for j in jobs},
+        latest_end=dict.fromkeys(jobs, inst.slots),
+        hint=dict(inc.placements),
+        inference_hint=search.layout if decide_layout else None,
+    )
+
+
+def solve_full(
+    search: Search, inc: Incumbent, limit: float, decide_layout: bool
+) -> tuple[bool, float | None]:
+    """Solve the whole model; returns (proven optimal, proven bound on pwo).
+
+    With `decide_layout`, inference replicas are variables too: the model is exact, and a
+    better plan brings its own layout for the rest of the search. Without, they stay where
+    the current layout puts them, and "optimal" holds only for that layout.
+    """
+    inst = search.inst
+    nm = search.build(full_subproblem(search, inc, decide_layout))
+    # Stop once the bound proves the incumbent's pwo optimal: the rest would only prove
+    # the end-time tie-break, which can take the whole limit.
+    units = sum(
+        value_units(p.earned(inst), search.scale)
+        for p in inc.placements.values()
+        if p.earned(inst) > 0  # (value_units is at least 1: late jobs count 0 here)
+    )
+    target = math.inf if search.bound is None else search.bound * search.scale - 1e-6
+    status, solver = search.runner.solve_until_proven(
+        nm, limit, search.opt.seed, search.opt.workers, units, target
+    )
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        found = nm.extract(solver)
+        if sum(p.earned(inst) for p in found.values()) >= inc.value() - 1e-9:
+            if decide_layout:
+                search.layout = nm.extract_layout(solver)
+            inc.rebase(search.layout.free, found)
+    if status == cp_model.INFEASIBLE or status == cp_model.MODEL_INVALID:
+        raise RuntimeError(f"internal error: full model status {solver.status_name(status)}")
+    if status == cp_model.UNKNOWN:
+        return False, None
+    bound = nm.value_bound(solver) / search.scale
+    return status == cp_model.OPTIMAL or inc.value() >= bound - 1e-9 * max(1.0, bound), bound
+
+
+def run(search: Search, inc: Incumbent) -> None:
+    """The full model, layout fixed then decided, each with a share of the time left."""
+    for decide_layout in (False, True):
+        if search.proven(inc) or search.budget.out_of_time():
+            break
+        limit = search.budget.remaining() * search.params.full_model_share
+        optimal, full_bound = solve_full(search, inc, limit, decide_layout)
+        layout = "decided" if decide_layout else "fixed"
+        search.write_log(
+            f"full model (inference layout {layout}): optimal {optimal}, "
+            f"bound {full_bound}, pwo {inc.value():.3f}"
+        )
+        if decide_layout and full_bound is not None:
+            search.lower_bound_to(full_bound)

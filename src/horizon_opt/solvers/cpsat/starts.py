@@ -1,0 +1,88 @@
+"""Start plans: the best of fifo, greedy and the user's hint, then the LP-guided list scheduling.
+
+Each start is re-checked against the elastic reservation, so cpsat's plan is never worse than
+any of them. The LP-guided one is tried on two inference layouts: replicas stacked on the lowest
+nodes, and replicas packed around the nodes the LP's whole-node gangs would use (the stacked
+layout moves the whole-node boundary with demand, so a long gang may find no node that stays
+whole across every peak of its run).
+"""
+
+from __future__ import annotations
+
+import time
+
+from horizon_opt.inference import Layout, elastic_layout
+from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.cpsat.guide import (
+    ListRule,
+    LpGuide,
+    gang_reservation,
+    guided_placements,
+    squeaky_wheel,
+)
+from horizon_opt.solvers.cpsat.incumbent import Incumbent, placements_from_plan
+from horizon_opt.solvers.cpsat.search import Search
+from horizon_opt.solvers.fifo import solve as solve_fifo
+from horizon_opt.solvers.greedy import solve as solve_greedy
+
+
+def initial(search: Search) -> Incumbent:
+    """The best of the fifo plan, the greedy plan and the hint, on the elastic layout."""
+    inst, free = search.inst, search.layout.free
+    candidates = [solve_fifo(inst), solve_greedy(inst)]
+    if search.opt.hint is not None:
+        candidates.append(search.opt.hint)
+    best: Incumbent | None = None
+    for plan in candidates:
+        inc = Incumbent(inst, free, placements_from_plan(inst, plan, free))
+        search.write_log(f"start candidate {plan.solver}: pwo {inc.value():.3f}")
+        if best is None or inc.value() > best.value() + 1e-9:
+            best = inc
+    assert best is not None
+    return best
+
+
+def guided_start(search: Search, inc: Incumbent, guide: LpGuide) -> None:
+    """Take the LP-guided list scheduling, improved by squeaky-wheel passes (at most
+    `squeaky_share` of the budget), when it beats the incumbent."""
+    inst, params, budget = search.inst, search.params, search.budget
+
+    def candidate(layout: Layout, label: str) -> tuple[float, ListRule, list[Placement]]:
+        started = time.perf_counter()
+        rule, placements = guided_placements(inst, layout, guide, params.target_slack)
+        value = sum(p.earned(inst) for p in placements)
+        search.write_log(
+            f"start candidate LP-guided{label} ({rule.name}): pwo {value:.3f} "
+            f"({time.perf_counter() - started:.2f}s)"
+        )
+        return value, rule, placements
+
+    layout = search.layout
+    found, rule, placements = candidate(layout, "")
+    around = elastic_layout(inst, around=gang_reservation(inst, guide, rule.ranks))
+    found2, rule2, placements2 = candidate(around, ", inference around the LP's gangs")
+    if found2 > found + 1e-9:
+        found, rule, placements, layout = found2, rule2, placements2, around
+    until = budget.spent() + params.squeaky_share
+    per_pass = params.deterministic_per_pass_and_job * len(inst.jobs)
+    last_report = time.perf_counter()
+
+    def stop() -> bool:
+        nonlocal last_report
+        budget.charge(per_pass)
+        if time.perf_counter() - last_report > 1.0:  # live progress keeps its clock going
+            search.report(inc)
+            last_report = time.perf_counter()
+        return search.only_bound_time_left() or budget.spent() >= until
+
+    started = time.perf_counter()
+    value, placements, passes = squeaky_wheel(
+        inst, layout, guide, rule, placements, search.rng, stop, params
+    )
+    search.write_log(
+        f"start candidate squeaky wheel: pwo {value:.3f} ({passes} passes, "
+        f"{time.perf_counter() - started:.2f}s)"
+    )
+    if value > inc.value() + 1e-9:  # (value >= found: the passes start from that plan)
+        search.layout = layout  # the plan's inference layout from now on
+        inc.rebase(layout.free, {p.job: p for p in placements})
