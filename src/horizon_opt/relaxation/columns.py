@@ -120,8 +120,8 @@ def build_columns(instance: Instance) -> Columns:
             starts = np.arange(est[job.index], last_end - d + 1, dtype=np.int64)
             if not len(starts):
                 continue
-            G = instance.pools[p].gpus_per_node
-            n = job.gpus // G if job.gpus >= G else 0
+            gang = job.gangs[p]
+            n = gang.nodes if gang.whole else 0
             blocked = np.r_[0, np.cumsum(free[p] < job.gpus)]
             starts = starts[blocked[starts + d] == blocked[starts]]
             if len(starts):
