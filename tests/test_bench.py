@@ -158,7 +158,7 @@ def test_same_seed_same_plans(tmp_path: Path, spec_of: Callable[[str], dict[str,
         plans = []
         for k in range(2):
             task = _task(path, solver, tmp_path / str(k))
-            bench._solve(task)
+            bench.solve_task(task)
             data = json.loads(Path(task.plan_path).read_text())
             plans.append({key: data[key] for key in ("assignments", "inference", "unscheduled")})
         assert plans[0] == plans[1], solver

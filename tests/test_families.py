@@ -114,7 +114,7 @@ def test_loads_validates_and_baselines_pass_check(family: str, size: str, tmp_pa
     for solver in ("fifo", "greedy"):
         plan = ho.solve(inst, solver)
         assert ho.check(inst, plan) == [], (family, size, solver)
-        assert plan.metrics["pwo"] > 0
+        assert plan.metrics.pwo > 0
 
 
 # -- hetero ------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ def assert_valid_plans(inst: Instance) -> None:
         plan = ho.solve(inst, solver)
         assert ho.check(inst, plan) == [], solver
         assert len(plan.assignments) + len(plan.unscheduled) == len(inst.jobs)
-        assert plan.metrics["pwo"] > 0, solver
+        assert plan.metrics.pwo > 0, solver
 
 
 # -- determinism -------------------------------------------------------------------------------

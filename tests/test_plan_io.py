@@ -12,8 +12,11 @@ import pytest
 from horizon_opt import io
 from horizon_opt.errors import PlanError
 from horizon_opt.instance import Instance
-from horizon_opt.plan import PLAN_FORMAT, Plan
+from horizon_opt.metrics import evaluate
+from horizon_opt.plan import PLAN_FORMAT, Metrics, Plan
 from horizon_opt.solvers import solve
+
+Data = dict[str, Any]
 
 
 def test_round_trip_hand_plan(tmp_path: Path, tiny_plan: Plan) -> None:
@@ -40,6 +43,36 @@ def test_round_trip_solver_plan(tmp_path: Path, any_instance: Instance) -> None:
     path = tmp_path / "sub" / "plan.json"  # missing folders are created
     plan.write(path)
     assert Plan.read(path) == plan
+
+
+def test_solver_plan_writes_every_metric_in_order(any_instance: Instance) -> None:
+    plan = solve(any_instance, "greedy")
+    written = json.loads(plan.to_json())["metrics"]
+    assert list(written) == list(Metrics.model_fields)
+    assert written == evaluate(any_instance, plan).model_dump()
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        {},
+        {"utilization": 0.81, "pwo": 1834.5},  # FORMAT.md's example
+        {"pwo": 12, "from_another_tool": {"cost": 3}},
+    ],
+)
+def test_old_and_partial_metrics_load_and_are_written_back_as_they_were(
+    tiny_plan_dict: Data, metrics: Data
+) -> None:
+    tiny_plan_dict["metrics"] = metrics
+    plan = Plan.parse(tiny_plan_dict)
+    assert plan.metrics.pwo == metrics.get("pwo", 0.0)
+    assert plan.metrics.completed == 0  # not in the file: reads as zero
+    assert json.loads(plan.to_json())["metrics"] == metrics
+
+
+def test_a_plan_without_metrics_loads(tiny_plan_dict: Data) -> None:
+    assert "metrics" not in tiny_plan_dict
+    assert Plan.parse(tiny_plan_dict).metrics == Metrics()
 
 
 def test_plan_has_every_field_of_the_format(tiny_plan: Plan) -> None:
@@ -74,7 +107,7 @@ def test_failed_serialization_keeps_the_old_file(tmp_path: Path, tiny_plan: Plan
     path = tmp_path / "plan.json"
     tiny_plan.write(path)
     before = path.read_text()
-    broken = tiny_plan.model_copy(update={"metrics": {"x": object()}})  # not JSON-serializable
+    broken = tiny_plan.model_copy(update={"metrics": Metrics(x=object())})  # not JSON-serializable
     with pytest.raises(Exception, match="object"):
         broken.write(path)
     assert path.read_text() == before
@@ -114,9 +147,6 @@ def test_write_atomic_bytes_and_text(tmp_path: Path) -> None:
     assert (tmp_path / "b.txt").read_text(encoding="utf-8") == "héllo"
 
 
-Data = dict[str, Any]
-
-
 def set_(key: str, value: Any) -> Callable[[Data], None]:
     return lambda d: d.__setitem__(key, value)
 
@@ -140,6 +170,7 @@ def set_(key: str, value: Any) -> Callable[[Data], None]:
         (lambda d: d["inference"][3].update(replicas=1.5), "inference[3].replicas", "integer"),
         (lambda d: d["inference"][0].update(extra=1), "inference[0].extra", "unknown field"),
         (set_("unscheduled", [{"job": "x"}]), "unscheduled[0].reason", "missing"),
+        (set_("metrics", {"pwo": "high"}), "metrics.pwo", "number"),
     ],
 )
 def test_bad_plan_names_the_field(

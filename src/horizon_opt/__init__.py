@@ -12,11 +12,10 @@ from horizon_opt.export import (
 )
 from horizon_opt.instance import Instance, compile_instance
 from horizon_opt.io import load_instance
-from horizon_opt.metrics import Metrics, evaluate
-from horizon_opt.plan import Plan
+from horizon_opt.metrics import evaluate
+from horizon_opt.plan import Metrics, Plan
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
-
-__version__ = "0.1.0"
+from horizon_opt.version import __version__
 
 __all__ = [
     "SOLVERS",

@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 
-from horizon_opt import __version__
 from horizon_opt.check import check
 from horizon_opt.compare import compare_plans, format_comparison
 from horizon_opt.errors import InputError
@@ -19,7 +18,9 @@ from horizon_opt.io import load_instance
 from horizon_opt.metrics import evaluate
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
+from horizon_opt.solvers.options import default_workers
 from horizon_opt.spec import InstanceSpec
+from horizon_opt.version import __version__
 
 app = typer.Typer(
     help=(
@@ -64,11 +65,18 @@ InstanceArg = Annotated[
 ]
 TimeLimit = Annotated[float, typer.Option("--time-limit", "-t", help="Seconds for cpsat.", min=0.1)]
 Workers = Annotated[
-    int, typer.Option(help="CP-SAT search workers (2 suits a 2-core machine).", min=1)
+    int,
+    typer.Option(
+        help="CP-SAT search workers (default: the CPUs available to this process, at most 8).",
+        min=1,
+        show_default=False,
+    ),
 ]
+DEFAULT_WORKERS = default_workers()
 Seed = Annotated[int, typer.Option(help="Random seed; with --workers 1 runs are repeatable.")]
 Log = Annotated[Path | None, typer.Option(help="Write the CP-SAT search log to this file.")]
 Hint = Annotated[Path | None, typer.Option(help="Start cpsat from this plan file.")]
+SOLVER_LIST = "\n\n".join(f"{s.name}: {s.description}" for s in SOLVERS.values())
 
 
 def _progress_printer() -> Callable[[Progress], None] | None:
@@ -110,11 +118,11 @@ def _summary(plan: Plan) -> str:
     if plan.bound is not None and plan.gap is not None:
         lines.append(f"  proven bound / gap              {plan.bound:,.2f} / {100 * plan.gap:.2f}%")
     lines += [
-        f"  utilization                     {100 * m['utilization']:.1f}%",
-        f"  jobs on time                    {m['completed']} of {total}"
-        + (f" ({m['late']} more scheduled late)" if m["late"] else ""),
-        f"  mean wait                       {m['mean_wait_hours']:.2f} h",
-        f"  reserved idle GPU-hours         {m['reserved_idle_gpu_hours']:,.1f}",
+        f"  utilization                     {100 * m.utilization:.1f}%",
+        f"  jobs on time                    {m.completed} of {total}"
+        + (f" ({m.late} more scheduled late)" if m.late else ""),
+        f"  mean wait                       {m.mean_wait_hours:.2f} h",
+        f"  reserved idle GPU-hours         {m.reserved_idle_gpu_hours:,.1f}",
         f"  wall time                       {plan.wall_seconds:.2f} s",
     ]
     return "\n".join(lines)
@@ -124,9 +132,9 @@ def _summary(plan: Plan) -> str:
 def solve_cmd(
     instance: InstanceArg,
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the plan (JSON).")],
-    solver: Annotated[str, typer.Option(help=f"One of: {', '.join(SOLVERS)}.")] = "cpsat",
+    solver: Annotated[str, typer.Option(help=f"One of:\n\n{SOLVER_LIST}")] = "cpsat",
     time_limit: TimeLimit = 60.0,
-    workers: Workers = 2,
+    workers: Workers = DEFAULT_WORKERS,
     seed: Seed = 0,
     log: Log = None,
     hint: Hint = None,
@@ -178,10 +186,13 @@ def compare_cmd(
         Path | None, typer.Option(help="Folder for the plans (default: named after the instance).")
     ] = None,
     solvers: Annotated[
-        str, typer.Option(help="Comma-separated solvers, the first is the reference.")
+        str,
+        typer.Option(
+            help=f"Comma-separated solvers, the first is the reference; any of:\n\n{SOLVER_LIST}"
+        ),
     ] = "fifo,greedy,cpsat",
     time_limit: TimeLimit = 60.0,
-    workers: Workers = 2,
+    workers: Workers = DEFAULT_WORKERS,
     seed: Seed = 0,
     log: Log = None,
     hint: Hint = None,
@@ -373,13 +384,13 @@ def generate_cmd(
     )
 
 
-@app.command("bench")
+@app.command("bench", epilog=f"Solvers a suite may name:\n\n{SOLVER_LIST}")
 def bench_cmd(
     suite_file: Annotated[
         Path,
         typer.Argument(
             metavar="SUITE",
-            help="Suite file (YAML): instances, solvers, time limits.",
+            help="Suite file (YAML): instances, solvers, time limits; see docs/bench.md.",
             show_default=False,
         ),
     ],

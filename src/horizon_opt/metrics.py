@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
 import numpy as np
 
 from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.plan import Metrics, Plan
 from horizon_opt.spec import JOB_KINDS
-
-
-@dataclass(frozen=True)
-class Metrics:
-    available_gpu_hours: float
-    batch_gpu_hours: float
-    inference_gpu_hours: float
-    reserved_idle_gpu_hours: float
-    utilization: float
-    pwo: float
-    completed: int
-    completed_by_kind: dict[str, int] = field(default_factory=dict)
-    mean_wait_hours: float = 0.0
-    scheduled: int = 0  # assigned jobs, on time or not
-    late: int = 0  # assigned jobs that end after their deadline (no value)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def on_time(instance: Instance, job_id: str, end: int) -> bool:

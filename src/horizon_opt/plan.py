@@ -7,7 +7,14 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from horizon_opt.errors import PlanError
 from horizon_opt.io import validation_problems, write_atomic
@@ -45,6 +52,34 @@ class Unscheduled(_Model):
     reason: str
 
 
+class Metrics(BaseModel):
+    """The figures of a plan that FORMAT.md defines; `metrics.evaluate` computes them.
+
+    Plan files written by hand or by other tools may hold only some of them, or others: they
+    load, a missing figure reads as zero, and only the figures the file held are written back.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    available_gpu_hours: float = 0.0
+    batch_gpu_hours: float = 0.0
+    inference_gpu_hours: float = 0.0
+    reserved_idle_gpu_hours: float = 0.0
+    utilization: float = 0.0
+    pwo: float = 0.0
+    completed: int = 0
+    completed_by_kind: dict[str, int] = Field(default_factory=dict)
+    mean_wait_hours: float = 0.0
+    scheduled: int = Field(default=0, description="assigned jobs, on time or not")
+    late: int = Field(default=0, description="assigned jobs that end after their deadline")
+
+    @model_serializer(mode="wrap")
+    def _held_figures_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A figure the plan never held is not written as a zero."""
+        data: dict[str, Any] = handler(self)
+        return {key: value for key, value in data.items() if key in self.model_fields_set}
+
+
 class Plan(_Model):
     format: Literal["horizon-opt.plan/1"] = "horizon-opt.plan/1"
     instance: str
@@ -58,7 +93,7 @@ class Plan(_Model):
     assignments: list[Assignment] = Field(default_factory=list)
     inference: list[InferenceBlock] = Field(default_factory=list)
     unscheduled: list[Unscheduled] = Field(default_factory=list)
-    metrics: dict[str, Any] = Field(default_factory=dict)
+    metrics: Metrics = Field(default_factory=Metrics)
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json", exclude_none=False), indent=1) + "\n"

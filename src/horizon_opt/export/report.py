@@ -13,18 +13,19 @@ import base64
 import html
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from horizon_opt.check import check
+from horizon_opt.comparison_table import Column, compare_columns, to_html
 from horizon_opt.export._common import ensure_plan_fits
 from horizon_opt.instance import Instance
 from horizon_opt.io import write_atomic
-from horizon_opt.metrics import Metrics, evaluate, on_time
+from horizon_opt.metrics import evaluate, on_time
 from horizon_opt.plan import Plan
 from horizon_opt.spec import JOB_KINDS
+from horizon_opt.version import __version__
 
 LONGEST_WAITS = 10  # rows in each plan's "longest waits" table
 OPEN_UP_TO = 30  # tables with at most this many rows are shown open, longer ones folded
@@ -62,14 +63,6 @@ dl.facts dd { margin: 0; }
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
-
-
-@dataclass(frozen=True)
-class _Planned:
-    label: str
-    plan: Plan
-    metrics: Metrics
-    violations: int
 
 
 def _when(instance: Instance, slot: int) -> str:
@@ -232,123 +225,7 @@ def _instance_section(instance: Instance) -> str:
     return "\n".join(out)
 
 
-def _delta(value: float, ref: float, fmt: str, good_up: bool, is_ref: bool) -> str:
-    if is_ref:
-        return ""
-    diff = value - ref
-    if abs(diff) < 1e-12:
-        return ' <span class="muted">(=)</span>'
-    cls = "better" if (diff > 0) == good_up else "worse"
-    return f' <span class="{cls}">({fmt.format(diff)})</span>'
-
-
-def _metrics_section(instance: Instance, planned: Sequence[_Planned]) -> str:
-    ref = planned[0]
-    rm = ref.metrics
-    total = len(instance.jobs)
-
-    def row(label: str, cells: list[str], sub: bool = False) -> str:
-        cls = ' class="sub"' if sub else ""
-        return f"<tr{cls}><td>{_e(label)}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
-
-    def pct(value: float, base: float, is_ref: bool) -> str:
-        if is_ref or base <= 0:
-            return ""
-        change = 100 * (value - base) / base
-        cls = "better" if change > 0 else "worse" if change < 0 else "muted"
-        return f' <span class="{cls}">({change:+.0f}%)</span>'
-
-    rows = [
-        row(
-            "checker",
-            [
-                '<span class="good">valid</span>'
-                if p.violations == 0
-                else f'<span class="bad">{p.violations} violation(s)</span>'
-                for p in planned
-            ],
-        ),
-        row("status", [_e(p.plan.status) for p in planned]),
-        row(
-            "utilization",
-            [
-                f"{100 * p.metrics.utilization:.1f}%"
-                + _delta(
-                    100 * p.metrics.utilization, 100 * rm.utilization, "{:+.1f} pp", True, p is ref
-                )
-                for p in planned
-            ],
-        ),
-        row(
-            "pwo (priority-weighted output)",
-            [f"{p.metrics.pwo:,.1f}" + pct(p.metrics.pwo, rm.pwo, p is ref) for p in planned],
-        ),
-        row(
-            "jobs on time",
-            [
-                f"{p.metrics.completed} / {total}"
-                + _delta(p.metrics.completed, rm.completed, "{:+.0f}", True, p is ref)
-                for p in planned
-            ],
-        ),
-    ]
-    for kind in JOB_KINDS:
-        n = sum(1 for j in instance.jobs if j.kind == kind)
-        if n:
-            rows.append(
-                row(
-                    kind.replace("_", " "),
-                    [
-                        f"{p.metrics.completed_by_kind.get(kind, 0)} / {n}"
-                        + _delta(
-                            p.metrics.completed_by_kind.get(kind, 0),
-                            rm.completed_by_kind.get(kind, 0),
-                            "{:+.0f}",
-                            True,
-                            p is ref,
-                        )
-                        for p in planned
-                    ],
-                    sub=True,
-                )
-            )
-    rows += [
-        row("scheduled late (no value)", [str(p.metrics.late) for p in planned]),
-        row("unscheduled", [str(len(p.plan.unscheduled)) for p in planned]),
-        row(
-            "mean wait (h)",
-            [
-                f"{p.metrics.mean_wait_hours:.2f}"
-                + _delta(p.metrics.mean_wait_hours, rm.mean_wait_hours, "{:+.2f}", False, p is ref)
-                for p in planned
-            ],
-        ),
-        row(
-            "reserved idle GPU-h",
-            [
-                f"{p.metrics.reserved_idle_gpu_hours:,.1f}"
-                + _delta(
-                    p.metrics.reserved_idle_gpu_hours,
-                    rm.reserved_idle_gpu_hours,
-                    "{:+,.1f}",
-                    False,
-                    p is ref,
-                )
-                for p in planned
-            ],
-        ),
-        row("batch GPU-h", [f"{p.metrics.batch_gpu_hours:,.1f}" for p in planned]),
-        row(
-            "proven bound",
-            ["-" if p.plan.bound is None else f"{p.plan.bound:,.1f}" for p in planned],
-        ),
-        row("gap", ["-" if p.plan.gap is None else f"{100 * p.plan.gap:.2f}%" for p in planned]),
-        row("solve time (s)", [f"{p.plan.wall_seconds:.2f}" for p in planned]),
-    ]
-    head = '<th class="l"></th>' + "".join(
-        f'<th class="ref">{_e(p.label)} (reference)</th>' if p is ref else f"<th>{_e(p.label)}</th>"
-        for p in planned
-    )
+def _metrics_section(instance: Instance, planned: Sequence[Column]) -> str:
     note = (
         '<p class="sub">Deltas are against the first plan. pwo counts priority x GPU-hours of the '
         "jobs that end by their deadline; utilization is (batch GPU-hours + forecast inference "
@@ -357,11 +234,11 @@ def _metrics_section(instance: Instance, planned: Sequence[_Planned]) -> str:
     return (
         '<h2 id="plans">Plans side by side</h2>'
         + note
-        + f'<table class="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        + to_html(compare_columns(instance, planned))
     )
 
 
-def _charts_section(instance: Instance, planned: Sequence[_Planned]) -> str:
+def _charts_section(instance: Instance, planned: Sequence[Column]) -> str:
     from horizon_opt.export.charts import plot_gantt, plot_utilization, render
 
     util = ['<h2 id="utilization">Utilization over time</h2>']
@@ -384,7 +261,7 @@ def _charts_section(instance: Instance, planned: Sequence[_Planned]) -> str:
     return "\n".join(util + gantt)
 
 
-def _unscheduled_section(instance: Instance, planned: Sequence[_Planned]) -> str:
+def _unscheduled_section(instance: Instance, planned: Sequence[Column]) -> str:
     out = ['<h2 id="unscheduled">Unscheduled jobs</h2>']
     for p in planned:
         jobs = [(instance.jobs[instance.job_index[u.job]], u.reason) for u in p.plan.unscheduled]
@@ -415,7 +292,7 @@ def _unscheduled_section(instance: Instance, planned: Sequence[_Planned]) -> str
     return "\n".join(out)
 
 
-def _waits_section(instance: Instance, planned: Sequence[_Planned]) -> str:
+def _waits_section(instance: Instance, planned: Sequence[Column]) -> str:
     h = instance.hours_per_slot
     out = [f'<h2 id="waits">Longest waits (top {LONGEST_WAITS} per plan)</h2>']
     for p in planned:
@@ -486,7 +363,6 @@ def report_html(
     `labels` name the plans in the report (default: the solver names, numbered when repeated).
     Raises PlanError when a plan is for another instance or names what the instance lacks.
     """
-    from horizon_opt import __version__  # here: horizon_opt imports this module
 
     if not plans:
         raise ValueError("a report needs at least one plan")
@@ -494,7 +370,7 @@ def report_html(
     for name, plan in zip(names, plans, strict=True):
         ensure_plan_fits(instance, plan, source=name)
     planned = [
-        _Planned(name, plan, evaluate(instance, plan), len(check(instance, plan)))
+        Column(name, plan, evaluate(instance, plan), len(check(instance, plan)))
         for name, plan in zip(names, plans, strict=True)
     ]
     title = f"horizon-opt report: {instance.name}"

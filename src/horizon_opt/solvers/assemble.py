@@ -176,6 +176,6 @@ def build_plan(
             "gap": gap,
             "wall_seconds": round(time.perf_counter() - started, 3),
             "build_seconds": build_seconds,
-            "metrics": metrics.to_dict(),
+            "metrics": metrics,
         }
     )

@@ -32,8 +32,7 @@ class CapacityGrid:
     def __init__(self, instance: Instance, free: IntArray) -> None:
         self.instance = instance
         # [S, N], mutated as jobs are placed. Time-major and small (GPUs per node fit int16):
-        # a window's per-node minimum then reduces over contiguous rows; greedy on xl is ~20%
-        # faster than with [N, S] int64.
+        # a window's per-node minimum then reduces over contiguous rows.
         small = free.max(initial=0) < np.iinfo(np.int16).max
         dtype = np.int16 if small else np.int64
         self.free: npt.NDArray[np.signedinteger[Any]] = np.ascontiguousarray(free.T, dtype=dtype)

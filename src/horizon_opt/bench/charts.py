@@ -1,0 +1,154 @@
+"""The PNG charts of a suite: by_family.png, scaling.png, anytime.png (matplotlib)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from horizon_opt.bench.rows import Row, by_instance, ok
+from horizon_opt.bench.suite import DEFAULT_SOLVERS
+from horizon_opt.generate import SIZES
+
+
+def _median_by(
+    rows: Sequence[Row], family: str, solver: str, key: Callable[[Row], float | None]
+) -> float | None:
+    vals = [
+        v
+        for r in rows
+        if r["family"] == family and r["solver"] == solver and (v := key(r)) is not None
+    ]
+    return statistics.median(vals) if vals else None
+
+
+def write_charts(rows: Sequence[Row], out: Path, anytime: Sequence[str] = ()) -> list[Path]:
+    """by_family.png, scaling.png and anytime.png (when there is data for them)."""
+    from matplotlib.figure import Figure  # only the chart step needs matplotlib
+    from matplotlib.lines import Line2D
+
+    out.mkdir(parents=True, exist_ok=True)
+    files: list[Path] = []
+    index = by_instance(rows)
+    good = [r for r in rows if ok(r)]
+    families = list(dict.fromkeys(str(r["family"]) for r in good))
+    solvers = [s for s in DEFAULT_SOLVERS if any(r["solver"] == s for r in good)]
+    solvers += [s for s in dict.fromkeys(str(r["solver"]) for r in good) if s not in solvers]
+
+    # 1. utilization and pwo (relative to fifo) by solver, per family
+    if families and solvers:
+        fifo_pwo = {n: float(r["fifo"]["pwo"]) for n, r in index.items() if "fifo" in r}
+
+        def rel(r: Row) -> float | None:
+            base = fifo_pwo.get(str(r["instance"]))
+            return float(r["pwo"]) / base if base else None
+
+        fig = Figure(figsize=(max(8.0, 2.6 * len(families) + 3), 4.2), layout="constrained")
+        ax_u, ax_p = fig.subplots(1, 2)
+        width = 0.8 / len(solvers)
+        for k, solver in enumerate(solvers):
+            xs = [i + (k - (len(solvers) - 1) / 2) * width for i in range(len(families))]
+            utils = [
+                _median_by(good, f, solver, lambda r: 100 * float(r["utilization"]))
+                for f in families
+            ]
+            pwos = [_median_by(good, f, solver, rel) for f in families]
+            bars = ax_u.bar(xs, [u or 0 for u in utils], width, label=solver)
+            ax_u.bar_label(bars, labels=[f"{u:.0f}" if u else "" for u in utils], fontsize=6)
+            bars = ax_p.bar(xs, [p or 0 for p in pwos], width, label=solver)
+            ax_p.bar_label(bars, labels=[f"{p:.1f}" if p else "" for p in pwos], fontsize=6)
+        for ax, title in (
+            (ax_u, "utilization, % (median over instances)"),
+            (ax_p, "pwo relative to fifo (median over instances)"),
+        ):
+            ax.set_xticks(range(len(families)), families)
+            ax.set_title(title, fontsize=10)
+            ax.grid(axis="y", alpha=0.3)
+        ax_p.axhline(1.0, color="black", linewidth=0.8)
+        ax_u.legend(fontsize=8, loc="lower right")
+        files.append(out / "by_family.png")
+        fig.savefig(files[-1], dpi=130)
+
+    # 2. scaling of cpsat: gap and wall time against jobs x slots x nodes
+    cp = [r for r in rows if r["solver"] == "cpsat" and ok(r)]
+    if cp:
+        fig = Figure(figsize=(10, 4.2), layout="constrained")
+        ax_g, ax_t = fig.subplots(1, 2)
+        markers = dict(zip(SIZES, "osD^", strict=True))
+        families_cp = list(dict.fromkeys(str(r["family"]) for r in cp))
+        colors = {f: f"C{k % 10}" for k, f in enumerate(families_cp)}
+        for r in cp:
+            x = int(r["jobs"]) * int(r["slots"]) * int(r["nodes"])
+            style = {
+                "color": colors[str(r["family"])],
+                "marker": markers.get(str(r["size"]), "o"),
+                "alpha": 0.8,
+            }
+            ax_g.scatter([x], [100 * float(r["gap"]) if r["gap"] is not None else 0.0], **style)
+            ax_t.scatter([x], [float(r["wall_seconds"])], **style)
+        handles = [
+            Line2D([], [], color=c, marker="o", linestyle="", label=f) for f, c in colors.items()
+        ]
+        handles += [
+            Line2D([], [], color="grey", marker=m, linestyle="", label=s)
+            for s, m in markers.items()
+            if any(r["size"] == s for r in cp)
+        ]
+        ax_g.legend(handles=handles, fontsize=8)
+        limits = sorted({float(r["time_limit"]) for r in cp})
+        for ax, title in (
+            (ax_g, "cpsat gap to proven bound, %"),
+            (ax_t, "cpsat wall time, s (time limits: " + ", ".join(f"{x:g}" for x in limits) + ")"),
+        ):
+            ax.set_xscale("log")
+            ax.set_xlabel("jobs x slots x nodes")
+            ax.set_title(title, fontsize=10)
+            ax.grid(alpha=0.3)
+        ax_t.set_yscale("log")
+        files.append(out / "scaling.png")
+        fig.savefig(files[-1], dpi=130)
+
+    # 3. anytime: gap over solve time, from the progress events of the chosen cpsat runs
+    ran = {str(r["instance"]) for r in cp}
+    chosen = [name for name in anytime if name in ran] or _default_anytime(cp)
+    curves: list[tuple[str, list[float], list[float]]] = []
+    for name in chosen:
+        path = out / "progress" / f"{name}-cpsat.json"
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        points = [(float(t), float(o), float(b)) for t, o, b in data["events"] if b is not None]
+        wall, pwo, bound = data["final"]
+        if bound is not None:
+            points.append((float(wall), float(pwo), float(bound)))
+        if points:
+            ts = [p[0] for p in points]
+            gs = [100 * (p[2] - p[1]) / max(p[2], 1e-9) for p in points]
+            curves.append((f"{name} (limit {data['time_limit']:g} s)", ts, gs))
+    if curves:
+        fig = Figure(figsize=(7, 4.2), layout="constrained")
+        ax = fig.subplots()
+        for label, ts, gs in curves:
+            ax.step(ts, gs, where="post", label=label, marker=".", markersize=3)
+        ax.set_xlabel("solve time, s")
+        ax.set_ylabel("gap to proven bound, %")
+        ax.set_title("cpsat anytime curve: gap over solve time", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        files.append(out / "anytime.png")
+        fig.savefig(files[-1], dpi=130)
+    return files
+
+
+def _default_anytime(cp: Sequence[Row]) -> list[str]:
+    """The first medium and the first large cpsat instance (else the two largest)."""
+    chosen: list[str] = []
+    for size in ("medium", "large"):
+        names = [str(r["instance"]) for r in cp if r["size"] == size]
+        if names:
+            chosen.append(names[0])
+    if not chosen:
+        by_dims = sorted(cp, key=lambda r: int(r["jobs"]) * int(r["slots"]) * int(r["nodes"]))
+        chosen = [str(r["instance"]) for r in by_dims[-2:]]
+    return chosen

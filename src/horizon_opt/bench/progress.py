@@ -1,0 +1,69 @@
+"""What a running suite shows: a progress bar on a terminal, one line per finished run."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from typing import IO
+
+from horizon_opt.bench.rows import OK_STATUSES, Row
+from horizon_opt.bench.tasks import Task
+
+
+class ProgressDisplay:
+    """A progress bar on a terminal; one plain line per finished run otherwise."""
+
+    def __init__(self, total: int, stream: IO[str] | None = None) -> None:
+        self.total = total
+        self.done = 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = self.stream.isatty()
+        self.started = time.monotonic()
+        self.running: Sequence[tuple[Task, float]] = ()
+
+    def _bar(self) -> str:
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        frac = self.done / max(1, self.total)
+        bar = "#" * round(20 * frac) + "-" * (20 - round(20 * frac))
+        elapsed = time.monotonic() - self.started
+        now = ", ".join(f"{t.instance} {t.solver} {s:.0f}s" for t, s in self.running)
+        line = f"[{bar}] {self.done}/{self.total} {elapsed:6.0f}s" + (f"  {now}" if now else "")
+        return line[:width].ljust(width)
+
+    def tick(self, running: Sequence[tuple[Task, float]]) -> None:
+        self.running = running
+        if self.tty:
+            self.stream.write("\r" + self._bar())
+            self.stream.flush()
+
+    def finished(self, task: Task, row: Row) -> None:
+        self.done += 1
+        line = f"[{self.done:>{len(str(self.total))}}/{self.total}] {describe(task, row)}"
+        if self.tty:
+            self.stream.write("\r" + " " * (shutil.get_terminal_size((100, 20)).columns - 1))
+            self.stream.write("\r" + line + "\n" + self._bar())
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def describe(task: Task, row: Row) -> str:
+    """One line on a finished run: its figures, or why it failed."""
+    status = str(row.get("status"))
+    text = f"{task.instance} {task.solver}: {status}"
+    if status in OK_STATUSES:
+        gap = row.get("gap")
+        text += f", pwo {row['pwo']:,.1f}, utilization {100 * row['utilization']:.1f}%"
+        text += "" if gap is None else f", gap {100 * gap:.2f}%"
+        text += f", {row['wall_seconds']:.1f} s, {row['peak_mib']:.0f} MiB"
+        text += "" if row.get("valid") == "yes" else f", INVALID ({row.get('violations')})"
+    else:
+        text += f" ({row.get('error')})"
+    return text

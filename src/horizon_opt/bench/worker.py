@@ -1,0 +1,99 @@
+"""One run in its own process: the memory guard, then solve, write, check and evaluate."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import resource
+import signal
+import time
+from multiprocessing.connection import Connection
+
+from horizon_opt.bench.rows import Row
+from horizon_opt.bench.tasks import Task
+from horizon_opt.check import check
+from horizon_opt.io import load_instance, write_atomic
+from horizon_opt.metrics import evaluate
+from horizon_opt.solvers import Progress, solve
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def solve_task(task: Task) -> Row:
+    """Solve one (instance, solver) pair, write the plan, check and evaluate it: one raw row."""
+    inst = load_instance(task.path)
+    events: list[Progress] = []
+    started = time.perf_counter()
+    plan = solve(
+        inst,
+        task.solver,
+        time_limit=task.time_limit,
+        workers=task.workers,
+        seed=task.seed,
+        on_progress=events.append if task.progress_path is not None else None,
+    )
+    wall = time.perf_counter() - started
+    plan.write(task.plan_path)
+    violations = check(inst, plan)
+    m = evaluate(inst, plan)
+    if task.progress_path is not None:
+        progress = {
+            "instance": task.instance,
+            "solver": task.solver,
+            "time_limit": task.time_limit,
+            "events": [[e.elapsed, e.objective, e.bound] for e in events],
+            "final": [wall, m.pwo, plan.bound],
+        }
+        write_atomic(task.progress_path, json.dumps(progress) + "\n")
+    return {
+        "status": plan.status,
+        "valid": "no" if violations else "yes",
+        "violations": len(violations),
+        "pwo": m.pwo,
+        "utilization": m.utilization,
+        "completed": m.completed,
+        "scheduled": m.scheduled,
+        "reserved_idle_gpu_hours": m.reserved_idle_gpu_hours,
+        "bound": plan.bound,
+        "gap": plan.gap,
+        "wall_seconds": wall,
+        "build_seconds": plan.build_seconds,
+        "peak_mib": _peak_mib(),
+        "plan": task.plan_path,
+        "error": "",
+    }
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """MemoryError, or an allocation that failed inside a library (ENOMEM)."""
+    if isinstance(exc, MemoryError):
+        return True
+    if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
+        return True
+    return os.strerror(errno.ENOMEM) in str(exc)  # e.g. an InputError around a failed read
+
+
+def worker_main(task: Task, conn: Connection) -> None:
+    """Process entry point: set the memory guard, run `solve_task`, send the row back."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the workers
+    setrlimit, what = resource.setrlimit, resource.RLIMIT_AS
+    restore = resource.getrlimit(what)  # built now: lifting the guard must not need memory
+    if task.memory_mib is not None:
+        limit = task.memory_mib * 2**20
+        if restore[1] != resource.RLIM_INFINITY:
+            limit = min(limit, restore[1])
+        setrlimit(what, (limit, restore[1]))
+    try:
+        row = solve_task(task)
+    except BaseException as exc:  # a failed run is a row, not the end of the batch
+        setrlimit(what, restore)
+        if task.memory_mib is not None and _out_of_memory(exc):
+            row = {"status": "memory", "error": f"out of memory (limit {task.memory_mib} MiB)"}
+        else:
+            row = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    row.setdefault("peak_mib", _peak_mib())
+    conn.send(row)
+    conn.close()

@@ -1,0 +1,88 @@
+"""Every solver by name, with what it can do, so that callers ask a flag instead of a name.
+
+Adding a solver is one entry in `SOLVERS`: the CLI lists it, the suite files accept it, the
+solver tests run it, and `compare` and `bench` treat it by its flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from horizon_opt.instance import Instance
+from horizon_opt.plan import Plan
+from horizon_opt.solvers import fifo, greedy
+from horizon_opt.solvers.options import SolveOptions
+
+SolverFn = Callable[[Instance, SolveOptions], Plan]
+
+
+@dataclass(frozen=True)
+class Solver:
+    name: str
+    run: SolverFn
+    description: str  # one line, shown by `--help`
+    anytime: bool  # searches until its time limit (or a proof): `time_limit` matters
+    takes_hint: bool  # can start from a given plan (`SolveOptions.hint`)
+    reports_bound: bool  # reports a proven upper bound on pwo, hence a gap
+
+
+def _cpsat(instance: Instance, options: SolveOptions) -> Plan:
+    from horizon_opt.solvers.cpsat import solve as cpsat_solve  # imports ortools only when used
+
+    return cpsat_solve(instance, options)
+
+
+SOLVERS: dict[str, Solver] = {
+    s.name: s
+    for s in (
+        Solver(
+            name="fifo",
+            run=fifo.solve,
+            description="the baseline: inference reserved at its peak, jobs in arrival order",
+            anytime=False,
+            takes_hint=False,
+            reports_bound=False,
+        ),
+        Solver(
+            name="fifo-elastic",
+            run=partial(fifo.solve, elastic=True),
+            description="fifo with inference reserved slot by slot (the ablation step)",
+            anytime=False,
+            takes_hint=False,
+            reports_bound=False,
+        ),
+        Solver(
+            name="greedy",
+            run=greedy.solve,
+            description="heuristic: inference reserved slot by slot, jobs in order of value",
+            anytime=False,
+            takes_hint=False,
+            reports_bound=False,
+        ),
+        Solver(
+            name="cpsat",
+            run=_cpsat,
+            description="optimizer: CP-SAT over the whole horizon, with a proven bound and gap",
+            anytime=True,
+            takes_hint=True,
+            reports_bound=True,
+        ),
+    )
+}
+
+
+def solve(
+    instance: Instance, solver: str = "cpsat", options: SolveOptions | None = None, **kwargs: object
+) -> Plan:
+    """Solve with the named solver. Options may be given as a SolveOptions or as keywords
+    (`time_limit`, `workers`, `seed`, `log`, `hint`, `on_progress`); solvers ignore what does
+    not apply to them."""
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    if options is None:
+        options = SolveOptions(**kwargs)  # type: ignore[arg-type]
+    elif kwargs:
+        raise TypeError("give options either as SolveOptions or as keywords, not both")
+    return SOLVERS[solver].run(instance, options)
