@@ -13,6 +13,7 @@ from horizon_opt.export import (
 from horizon_opt.instance import Instance, compile_instance
 from horizon_opt.io import load_instance
 from horizon_opt.metrics import evaluate
+from horizon_opt.params import SearchParams
 from horizon_opt.plan import Metrics, Plan
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
 from horizon_opt.version import __version__
@@ -26,6 +27,7 @@ __all__ = [
     "Plan",
     "PlanError",
     "Progress",
+    "SearchParams",
     "SolveOptions",
     "Violation",
     "__version__",

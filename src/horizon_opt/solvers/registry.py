@@ -77,8 +77,8 @@ def solve(
     instance: Instance, solver: str = "cpsat", options: SolveOptions | None = None, **kwargs: object
 ) -> Plan:
     """Solve with the named solver. Options may be given as a SolveOptions or as keywords
-    (`time_limit`, `workers`, `seed`, `log`, `hint`, `on_progress`); solvers ignore what does
-    not apply to them."""
+    (`time_limit`, `workers`, `seed`, `log`, `hint`, `on_progress`, `params`); solvers ignore
+    what does not apply to them."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     if options is None:
