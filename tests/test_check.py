@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_solvers import INSTANCES as SOLVER_INSTANCES
+from test_solvers import build
 
 from horizon_opt import load_instance
 from horizon_opt.check import MAX_PER_RULE, Violation, check, expected_holding
@@ -47,6 +49,11 @@ def _gangs_agree(instance: Instance) -> None:
 def test_checker_and_compiled_placement_rule_agree(any_instance: Instance) -> None:
     # The checker derives the placement rule on its own; the solvers read `Job.gangs`.
     _gangs_agree(any_instance)
+
+
+@pytest.mark.parametrize("name", sorted(SOLVER_INSTANCES))
+def test_checker_and_compiled_placement_rule_agree_on_solver_fixtures(name: str) -> None:
+    _gangs_agree(build(SOLVER_INSTANCES[name]))
 
 
 @pytest.mark.parametrize(
