@@ -56,7 +56,10 @@ def test_static_peak_reservation_keeps_the_trough(fifo: Any) -> None:
     # big (4 GPUs) needs a whole free node and never finds one: unscheduled. It does not hold
     # back small (2 GPUs, 3 slots), which starts at 0 on a-1's lowest GPU indices.
     assert runs(plan) == {"small": ("a", 0, 3, {"a-1": [0, 1]})}
-    assert "does not fit before the end of the horizon" in reasons(plan)["big"]
+    assert reasons(plan)["big"] == (
+        "no room from slot 0 to the end of the horizon (slot 6) next to inference and the jobs "
+        "this plan runs"
+    )
     m = evaluate(inst, plan)
     # 18 replica-slots planned against 8 forecast: (18 - 8) * 2 GPUs * 1 h idle
     assert m.reserved_idle_gpu_hours == pytest.approx(20)
@@ -113,7 +116,9 @@ def test_release_order_pools_nodes_and_gpu_indices(fifo: Any) -> None:
     }
     why = reasons(plan)
     assert set(why) == {"seventh", "eighth"}
-    assert "does not fit before the end of the horizon" in why["seventh"]
+    assert why["seventh"] == (
+        "cannot end within the horizon (6 slots) even on an empty cluster: earliest start is slot 5"
+    )
     assert why["eighth"] == "runs after seventh, which is not scheduled"
     assert plan.inference == []
     assert plan.objective == pytest.approx(12 + 1 + 8 + 2 + 2 + 2 + 2)

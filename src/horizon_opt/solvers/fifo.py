@@ -9,11 +9,12 @@ from __future__ import annotations
 import time
 
 from horizon_opt.inference import elastic_layout, static_peak_layout
-from horizon_opt.instance import Instance, topological_order
+from horizon_opt.instance import Instance, earliest_starts, topological_order
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 from horizon_opt.solvers.options import SolveOptions
+from horizon_opt.solvers.reasons import why_not_planned
 
 
 def release_order(instance: Instance) -> list[int]:
@@ -38,13 +39,11 @@ def solve(
     layout = elastic_layout(instance) if elastic else static_peak_layout(instance)
     grid = CapacityGrid(instance, layout.free)
     placements: dict[int, Placement] = {}
-    reasons: dict[int, str] = {}
+    floors: dict[int, int] = {}  # the start FIFO considered first, for a job that did not fit
     floor = 0  # FIFO: no job starts before the job scheduled before it
     for j in release_order(instance):
         job = instance.jobs[j]
-        missing = [instance.jobs[p].id for p in job.after if p not in placements]
-        if missing:
-            reasons[j] = f"runs after {', '.join(missing)}, which is not scheduled"
+        if any(p not in placements for p in job.after):
             continue
         t0 = max([job.release, floor, *(placements[p].end(instance) for p in job.after)])
         best: Fit | None = None
@@ -55,12 +54,23 @@ def solve(
             if fit is not None and (best is None or fit.start < best.start):
                 best = fit
         if best is None:
-            reasons[j] = (
-                f"does not fit before the end of the horizon (earliest start considered: slot {t0})"
-            )
+            floors[j] = floor
             continue
         grid.occupy(best, job.gangs[best.pool], job.durations[best.pool])
         placements[j] = Placement(j, best.pool, best.start, best.nodes)
         floor = best.start
+    est = earliest_starts(instance)
+    reasons = {  # FIFO ignores deadlines: it aims for the end of the horizon
+        j.index: why_not_planned(
+            instance,
+            j.index,
+            placements,
+            est[j.index],
+            not_before=floors.get(j.index),
+            latest=instance.slots,
+        )
+        for j in instance.jobs
+        if j.index not in placements
+    }
     name = "fifo-elastic" if elastic else "fifo"
     return build_plan(instance, name, list(placements.values()), layout, reasons, started=started)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from horizon_opt.inference import elastic_layout
-from horizon_opt.instance import Instance, Job
+from horizon_opt.instance import Instance, Job, earliest_starts
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
 from horizon_opt.solvers.listsched import (
@@ -29,6 +29,7 @@ from horizon_opt.solvers.listsched import (
     priority_release_order,
 )
 from horizon_opt.solvers.options import SolveOptions
+from horizon_opt.solvers.reasons import why_not_planned
 
 # The secondary rules tried, best plan kept: which one packs best depends on the instance.
 RULES: tuple[Callable[[Job], Rank], ...] = (
@@ -41,18 +42,19 @@ RULES: tuple[Callable[[Job], Rank], ...] = (
 def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
     started = time.perf_counter()
     layout = elastic_layout(instance)
-    best: tuple[float, list[Placement], dict[int, str]] | None = None
+    best: tuple[float, list[Placement]] | None = None
     for rule in RULES:
-        placements, reasons = place_in_order(instance, layout, inherited_ranks(instance, rule))
+        placements = place_in_order(instance, layout, inherited_ranks(instance, rule))
         placements = drop_idle_late(instance, placements)
-        kept = {p.job for p in placements}
-        for j in instance.jobs:
-            if j.index not in kept and j.index not in reasons:
-                reasons[j.index] = (
-                    "cannot end by its deadline, and no job that runs after it could be scheduled"
-                )
         value = sum(p.earned(instance) for p in placements)
         if best is None or value > best[0] + 1e-9:
-            best = (value, placements, reasons)
+            best = (value, placements)
     assert best is not None
-    return build_plan(instance, "greedy", best[1], layout, best[2], started=started)
+    placed = {p.job: p for p in best[1]}
+    est = earliest_starts(instance)
+    reasons = {
+        j.index: why_not_planned(instance, j.index, placed, est[j.index])
+        for j in instance.jobs
+        if j.index not in placed
+    }
+    return build_plan(instance, "greedy", best[1], layout, reasons, started=started)

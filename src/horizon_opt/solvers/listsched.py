@@ -70,20 +70,18 @@ def place_in_order(
     ranks: list[Rank],
     targets: dict[int, int] | None = None,
     pools: dict[int, int] | None = None,
-) -> tuple[list[Placement], dict[int, str]]:
-    """Place jobs in rank order (predecessors first), each at its earliest-ending fit.
+) -> list[Placement]:
+    """Place jobs in rank order (predecessors first), each at its earliest-ending fit; a job
+    that fits nowhere (or whose predecessor did not) is left out.
 
     Optional, per job: `targets`, a start to aim for (the job first looks for a fit from there,
     then from its earliest start), and `pools`, a pool to try before all of its pools.
     """
     grid = CapacityGrid(instance, layout.free)
     placements: dict[int, Placement] = {}
-    reasons: dict[int, str] = {}
     for j in topological_order(instance, key=ranks.__getitem__):
         job = instance.jobs[j]
-        missing = [instance.jobs[p].id for p in job.after if p not in placements]
-        if missing:
-            reasons[j] = f"runs after {', '.join(missing)}, which is not scheduled"
+        if any(p not in placements for p in job.after):
             continue
         t0 = ready_at(instance, j, placements)
         latest = job.latest_end(instance.slots)
@@ -99,15 +97,7 @@ def place_in_order(
             # Too late to earn its own value, but its successors may still earn theirs.
             best = earliest_end(grid, job, t0, instance.slots)
         if best is None:
-            until = (
-                "its deadline"
-                if job.deadline is not None and latest < instance.slots
-                else "the end of the horizon"
-            )
-            reasons[j] = (
-                f"no capacity from slot {t0} to {until} (slot {latest}) after higher-ranked jobs"
-            )
             continue
         grid.occupy(best, job.gangs[best.pool], job.durations[best.pool])
         placements[j] = Placement(j, best.pool, best.start, best.nodes)
-    return list(placements.values()), reasons
+    return list(placements.values())

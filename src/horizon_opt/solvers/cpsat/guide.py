@@ -96,7 +96,7 @@ class ListRule:
     pools: dict[int, int] | None
 
     def place(self, instance: Instance, layout: Layout) -> tuple[float, list[Placement]]:
-        placements, _ = place_in_order(instance, layout, self.ranks, self.targets, self.pools)
+        placements = place_in_order(instance, layout, self.ranks, self.targets, self.pools)
         placements = drop_idle_late(instance, placements)
         return sum(p.earned(instance) for p in placements), placements
 

@@ -24,12 +24,13 @@ import horizon_opt.solvers.cpsat.exact as exact
 import horizon_opt.solvers.cpsat.starts as starts
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan, Status
-from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
+from horizon_opt.solvers.assemble import build_plan, drop_idle_late
 from horizon_opt.solvers.cpsat.guide import lp_guide
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.cpsat.lns import Lns
 from horizon_opt.solvers.cpsat.search import Search
 from horizon_opt.solvers.options import SolveOptions
+from horizon_opt.solvers.reasons import why_not_planned
 
 
 def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
@@ -83,7 +84,7 @@ def _assemble(search: Search, inc: Incumbent, bound: float | None) -> Plan:
     proven = bound is not None and value >= bound - 1e-6 * max(1.0, bound)
     status: Status = "optimal" if proven else "feasible"
     reasons = {
-        j.index: unscheduled_reason(inst, j.index, inc.placements, search.est[j.index])
+        j.index: why_not_planned(inst, j.index, inc.placements, search.est[j.index])
         for j in inst.jobs
         if j.index not in inc.placements
     }
@@ -98,24 +99,6 @@ def _assemble(search: Search, inc: Incumbent, bound: float | None) -> Plan:
         bound=value if proven else bound,
         build_seconds=round(search.build_seconds, 3),
     )
-
-
-def unscheduled_reason(
-    instance: Instance, j: int, placed: dict[int, Placement], earliest: int
-) -> str:
-    job = instance.jobs[j]
-    missing = [instance.jobs[q].id for q in job.after if q not in placed]
-    if missing:
-        return f"runs after {', '.join(missing)}, which is not scheduled"
-    latest = job.latest_end(instance.slots)
-    until = (
-        "its deadline"
-        if job.deadline is not None and latest < instance.slots
-        else "the end of the horizon"
-    )
-    if all(latest - earliest < d for d in job.durations.values()):
-        return f"cannot end by {until} (slot {latest}) even on an idle cluster: earliest start is slot {earliest}"
-    return f"no room before {until} (slot {latest}) next to inference and the jobs this plan runs"
 
 
 @contextlib.contextmanager
