@@ -1,0 +1,48 @@
+"""Every instance and suite snippet in the docs loads as written."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+import horizon_opt as ho
+from horizon_opt.bench import load_suite
+
+ROOT = Path(__file__).parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks/README.md"]
+
+
+def yaml_blocks() -> list[tuple[str, str]]:
+    """(where, text) of every ```yaml block of the docs, except FORMAT.md's schematic one."""
+    out = []
+    for doc in DOCS:
+        if doc.name == "FORMAT.md":  # the contract: a field-by-field template with `...`
+            continue
+        for k, block in enumerate(re.findall(r"```yaml\n(.*?)```", doc.read_text(), re.S)):
+            out.append((f"{doc.relative_to(ROOT)}#{k}", block))
+    return out
+
+
+BLOCKS = yaml_blocks()
+
+
+def test_the_docs_have_snippets() -> None:
+    assert {where.split("#")[0] for where, _ in BLOCKS} >= {"README.md", "docs/bench.md"}
+
+
+@pytest.mark.parametrize(("where", "text"), BLOCKS, ids=[w for w, _ in BLOCKS])
+def test_snippet_loads(where: str, text: str, tmp_path: Path) -> None:
+    if "horizon:" in text:  # an instance; its demand CSV is the demo's
+        shutil.copy(ROOT / "instances" / "demo-chat.csv", tmp_path / "demo-chat.csv")
+        file = tmp_path / "instance.yaml"
+        file.write_text(text)
+        ho.load_instance(file)
+    else:  # a bench suite, with paths relative to benchmarks/
+        (tmp_path / "instances").symlink_to(ROOT / "instances")
+        (tmp_path / "benchmarks").mkdir()
+        file = tmp_path / "benchmarks" / "suite.yaml"
+        file.write_text(text)
+        load_suite(file)
