@@ -18,7 +18,7 @@ from test_solvers import build
 from horizon_opt import load_instance
 from horizon_opt.check import MAX_PER_RULE, Violation, check, expected_holding
 from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.plan import InferenceBlock, Plan
 
 Data = dict[str, Any]
 
@@ -125,6 +125,45 @@ def test_many_violations_are_capped(tiny: Instance, tiny_plan_dict: Data) -> Non
     assert lines[-1] == "rule 1: ... and 5 more of this rule"
 
 
+def test_check_counts_every_violation_not_only_those_listed(
+    tiny: Instance, tiny_plan_dict: Data
+) -> None:
+    extra = MAX_PER_RULE + 5
+    tiny_plan_dict["unscheduled"] = [{"job": f"ghost{i}", "reason": "?"} for i in range(extra)]
+    tiny_plan_dict["inference"][0]["replicas"] = 1  # and one rule 6 violation
+    violations = check(tiny, Plan.parse(tiny_plan_dict))
+    assert len(violations) == MAX_PER_RULE + 2  # 20 listed, "... and 5 more", rule 6
+    assert violations.total == extra + 1
+    assert violations.other_instance is None
+
+
+def test_a_valid_plan_has_no_violations_in_total(tiny: Instance, tiny_plan: Plan) -> None:
+    violations = check(tiny, tiny_plan)
+    assert violations == [] and violations.total == 0 and violations.other_instance is None
+
+
+def test_check_says_when_the_plan_names_another_instance(
+    tiny: Instance, tiny_plan_dict: Data
+) -> None:
+    tiny_plan_dict["instance"] = "elsewhere"
+    tiny_plan_dict["assignments"][0]["job"] = "not-here"  # train is missing, not-here unknown
+    violations = check(tiny, Plan.parse(tiny_plan_dict))
+    assert violations.other_instance == (
+        "the plan is for instance 'elsewhere', not 'tiny': 1 of its 3 jobs are not in this "
+        "instance, 1 of this instance's 3 jobs are missing from it"
+    )
+    assert violations.total == len(violations) >= 2  # not capped: every one is listed
+
+
+def test_a_renamed_but_valid_plan_stays_valid(tiny: Instance, tiny_plan_dict: Data) -> None:
+    # The six rules do not look at the name: the checker only says the name differs.
+    tiny_plan_dict["instance"] = "tiny-v2"
+    violations = check(tiny, Plan.parse(tiny_plan_dict))
+    assert violations == [] and violations.total == 0
+    assert violations.other_instance is not None
+    assert "0 of its 3 jobs are not in this instance" in violations.other_instance
+
+
 # -- rule 2: allowed pool, release, end, placement ---------------------------------------------
 
 
@@ -164,9 +203,15 @@ def test_rule2_before_release(tiny_spec: Data, tiny_plan_dict: Data, compile_spe
     assert lines == ["rule 2: job 'quant': starts at 0, before its release 1"]
 
 
-def test_rule2_negative_start(tiny: Instance, tiny_plan_dict: Data) -> None:
-    assignment(tiny_plan_dict, "quant").update(start=-1, end=1)
-    lines = verdict(tiny, tiny_plan_dict)
+def test_rule2_negative_start(tiny: Instance, tiny_plan: Plan) -> None:
+    # A plan file cannot hold a negative slot (Plan.read rejects it); a plan built in Python
+    # without validation can, and the checker still catches it.
+    quant = next(a for a in tiny_plan.assignments if a.job == "quant")
+    bad = quant.model_copy(update={"start": -1, "end": 1})
+    plan = tiny_plan.model_copy(
+        update={"assignments": [bad if a is quant else a for a in tiny_plan.assignments]}
+    )
+    lines = [str(v) for v in check(tiny, plan)]
     assert has(lines, 2, "starts at negative slot -1")
     assert has(lines, 2, "before its release 0")
 
@@ -413,12 +458,15 @@ def test_rule6_unknown_service(tiny: Instance, tiny_plan_dict: Data) -> None:
     ("start", "end", "replicas"), [(3, 2, 1), (2, 5, 1), (-1, 1, 1), (1, 2, -1)]
 )
 def test_rule6_bad_block(
-    tiny: Instance, tiny_plan_dict: Data, start: int, end: int, replicas: int
+    tiny: Instance, tiny_plan: Plan, start: int, end: int, replicas: int
 ) -> None:
-    tiny_plan_dict["inference"].append(
-        {"service": "chat", "node": "a-0", "start": start, "end": end, "replicas": replicas}
+    # Built without validation: a plan file cannot hold the negative values (Plan.read rejects
+    # them), a plan built in Python can.
+    block = InferenceBlock.model_construct(
+        service="chat", node="a-0", start=start, end=end, replicas=replicas
     )
-    assert verdict(tiny, tiny_plan_dict) == [
+    plan = tiny_plan.model_copy(update={"inference": [*tiny_plan.inference, block]})
+    assert [str(v) for v in check(tiny, plan)] == [
         f"rule 6: service 'chat' on a-0: bad block [{start}, {end}) x {replicas}"
     ]
 

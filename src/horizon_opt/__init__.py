@@ -16,6 +16,7 @@ from horizon_opt.metrics import evaluate
 from horizon_opt.params import SearchParams
 from horizon_opt.plan import Metrics, Plan
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
+from horizon_opt.validate import validate
 from horizon_opt.version import __version__
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "read_csv",
     "read_inference_csv",
     "solve",
+    "validate",
     "write_csv",
     "write_report",
 ]

@@ -8,6 +8,7 @@ cannot hide itself here.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,7 @@ from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
 
 MAX_PER_RULE = 20  # one broken plan can break a rule at thousands of (node, slot) pairs
+_CAP = 2**40  # above any node's GPUs or any demand; counts capped there cannot wrap int64 sums
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,20 @@ class Violation:
 
     def __str__(self) -> str:
         return f"rule {self.rule}: {self.message}"
+
+
+class Violations(list[Violation]):
+    """What `check` lists (at most MAX_PER_RULE per rule, then "... and N more"), plus what the
+    list cannot say: `total`, every violation found, and `other_instance`, one line when the plan
+    names another instance (which explains a flood of rule 1 violations), else None.
+
+    A list, so that code written when `check` returned a plain list keeps working.
+    """
+
+    def __init__(self, listed: Iterable[Violation], total: int, other_instance: str | None) -> None:
+        super().__init__(listed)
+        self.total = total
+        self.other_instance = other_instance
 
 
 def _slots(mask: np.ndarray) -> str:
@@ -214,7 +230,9 @@ class _Checker:
                     f"service {b.service!r} on {b.node}: bad block [{b.start}, {b.end}) x {b.replicas}",
                 )
                 continue
-            used[n, b.start : b.end] += b.replicas * svc.gpus_per_replica
+            row = used[n, b.start : b.end]
+            row += min(b.replicas * svc.gpus_per_replica, _CAP)
+            np.minimum(row, _CAP, out=row)
         over = used > inst.capacity
         for node in np.flatnonzero(over.any(axis=1)):
             n = int(node)
@@ -234,7 +252,9 @@ class _Checker:
             if svc is None or n is None or int(inst.node_pool[n]) != svc.pool:
                 continue  # reported in rule 5's pass over the blocks
             if 0 <= b.start < b.end <= inst.slots and b.replicas >= 0:
-                totals[b.service][b.start : b.end] += b.replicas
+                row = totals[b.service][b.start : b.end]
+                row += min(b.replicas, _CAP)
+                np.minimum(row, _CAP, out=row)
         for s in inst.services:
             short = totals[s.name] < s.req
             if short.any():
@@ -245,6 +265,21 @@ class _Checker:
                 )
 
 
-def check(instance: Instance, plan: Plan) -> list[Violation]:
+def _other_instance(instance: Instance, plan: Plan) -> str | None:
+    if plan.instance == instance.name:
+        return None
+    planned = {a.job for a in plan.assignments} | {u.job for u in plan.unscheduled}
+    unknown = sum(job not in instance.job_index for job in planned)
+    missing = sum(job.id not in planned for job in instance.jobs)
+    return (
+        f"the plan is for instance {plan.instance!r}, not {instance.name!r}: "
+        f"{unknown} of its {len(planned)} jobs are not in this instance, "
+        f"{missing} of this instance's {len(instance.jobs)} jobs are missing from it"
+    )
+
+
+def check(instance: Instance, plan: Plan) -> Violations:
     """All violations of FORMAT.md's validity rules; an empty list means the plan is valid."""
-    return _Checker(instance, plan).run()
+    checker = _Checker(instance, plan)
+    listed = checker.run()
+    return Violations(listed, sum(checker.count.values()), _other_instance(instance, plan))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -14,12 +15,15 @@ import typer
 from horizon_opt.check import check
 from horizon_opt.compare import compare_plans, format_comparison
 from horizon_opt.errors import InputError
+from horizon_opt.instance import Instance
 from horizon_opt.io import load_instance
 from horizon_opt.metrics import evaluate
+from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
 from horizon_opt.solvers.options import default_workers
 from horizon_opt.spec import InstanceSpec
+from horizon_opt.validate import validate
 from horizon_opt.version import __version__
 
 app = typer.Typer(
@@ -60,6 +64,13 @@ def _input_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+def _file_name(value: str) -> Path:
+    """An output name as given: an empty one would otherwise mean the current folder."""
+    if not value:
+        raise typer.BadParameter("empty file name")
+    return Path(value)
+
+
 InstanceArg = Annotated[
     Path, typer.Argument(help="Instance file (YAML, see FORMAT.md).", show_default=False)
 ]
@@ -73,8 +84,19 @@ Workers = Annotated[
     ),
 ]
 DEFAULT_WORKERS = default_workers()
-Seed = Annotated[int, typer.Option(help="Random seed; with --workers 1 runs are repeatable.")]
-Log = Annotated[Path | None, typer.Option(help="Write the CP-SAT search log to this file.")]
+MAX_SEED = 2**30  # CP-SAT seeds are 32-bit and the search adds its iteration count
+Seed = Annotated[
+    int,
+    typer.Option(help="Random seed; with --workers 1 runs are repeatable.", min=0, max=MAX_SEED),
+]
+Log = Annotated[
+    Path | None,
+    typer.Option(
+        help="Write the CP-SAT search log to this file (streamed: a device such as /dev/stderr "
+        "works too; its folder must exist).",
+        parser=_file_name,
+    ),
+]
 Hint = Annotated[Path | None, typer.Option(help="Start cpsat from this plan file.")]
 SOLVER_LIST = "\n\n".join(f"{s.name}: {s.description}" for s in SOLVERS.values())
 
@@ -93,6 +115,32 @@ def _progress_printer() -> Callable[[Progress], None] | None:
         sys.stderr.flush()
 
     return show
+
+
+def _log_outputs(log: Path | None) -> list[Output]:
+    return [] if log is None else [Output("--log", log, kind="stream")]
+
+
+def _solve_inputs(instance: Path, hint: Path | None) -> list[tuple[str, Path | None]]:
+    return [("the instance file", instance), ("the --hint plan", hint)]
+
+
+MAX_WARNINGS = 10
+
+
+def _warn(instance_file: Path, inst: Instance) -> None:
+    """The instance's warnings on stderr before a solve, at most MAX_WARNINGS of them: a solve
+    can run for minutes, and `validate` is there to list them all."""
+    found = validate(inst)
+    for warning in found[:MAX_WARNINGS]:
+        typer.echo(f"warning: {warning}", err=True)
+    if len(found) > MAX_WARNINGS:
+        more = len(found) - MAX_WARNINGS
+        typer.echo(
+            f"... and {more} more warning{'s' if more > 1 else ''} "
+            f"(horizon-opt validate {instance_file} lists them all)",
+            err=True,
+        )
 
 
 def _options(
@@ -131,7 +179,16 @@ def _summary(plan: Plan) -> str:
 @app.command("solve")
 def solve_cmd(
     instance: InstanceArg,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the plan (JSON).")],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Where to write the plan (JSON); - writes it to standard output and the summary "
+            "to stderr.",
+            parser=_file_name,
+        ),
+    ],
     solver: Annotated[str, typer.Option(help=f"One of:\n\n{SOLVER_LIST}")] = "cpsat",
     time_limit: TimeLimit = 60.0,
     workers: Workers = DEFAULT_WORKERS,
@@ -140,18 +197,28 @@ def solve_cmd(
     hint: Hint = None,
 ) -> None:
     """Plan one instance with one solver and write the plan file."""
+    to_stdout = is_stdout(output)
     with _input_errors():
         if solver not in SOLVERS:
             raise InputError(
                 [f"--solver: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}"]
             )
+        check_outputs(
+            [Output("--output", output, stdout=True), *_log_outputs(log)],
+            _solve_inputs(instance, hint),
+        )
         inst = load_instance(instance)
+        _warn(instance, inst)
         plan = solve(inst, solver, _options(time_limit, workers, seed, log, hint))
     if sys.stderr.isatty():
         sys.stderr.write("\n")
-    plan.write(output)
-    typer.echo(_summary(plan))
-    typer.echo(f"  plan written to {output}")
+    if to_stdout:
+        typer.echo(plan.to_json(), nl=False)
+    else:
+        with _input_errors(), writing("--output", output):
+            plan.write(output)
+    typer.echo(_summary(plan), err=to_stdout)
+    typer.echo(f"  plan written to {'standard output' if to_stdout else output}", err=to_stdout)
 
 
 @app.command("check")
@@ -164,10 +231,12 @@ def check_cmd(
         inst = load_instance(instance)
         plan = Plan.read(plan_file)
     violations = check(inst, plan)
+    if violations.other_instance is not None:
+        typer.echo(f"warning: {violations.other_instance}")
     if violations:
         for v in violations:
             typer.echo(str(v))
-        typer.echo(f"INVALID: {len(violations)} violation(s)")
+        typer.echo(f"INVALID: {violations.total} violation(s)")
         raise typer.Exit(1)
     pwo = evaluate(inst, plan).pwo
     typer.echo(
@@ -179,11 +248,37 @@ def check_cmd(
         )
 
 
+@app.command("validate")
+def validate_cmd(
+    instance: InstanceArg,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 when there is any warning (for CI).")
+    ] = False,
+) -> None:
+    """Check an instance without solving: errors exit 2, warnings (valid, but probably not what
+    you meant) are listed and exit 0, or 1 with --strict."""
+    with _input_errors():
+        inst = load_instance(instance)
+    warnings = validate(inst)
+    for warning in warnings:
+        typer.echo(f"warning: {warning}")
+    count = f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'}"
+    verdict = "FAILED (--strict)" if strict and warnings else "OK"
+    typer.echo(
+        f"{verdict}: {len(inst.jobs)} jobs, {inst.num_nodes} nodes, {inst.slots} slots; {count}"
+    )
+    if strict and warnings:
+        raise typer.Exit(1)
+
+
 @app.command("compare")
 def compare_cmd(
     instance: InstanceArg,
     output_dir: Annotated[
-        Path | None, typer.Option(help="Folder for the plans (default: named after the instance).")
+        Path | None,
+        typer.Option(
+            help="Folder for the plans (default: named after the instance).", parser=_file_name
+        ),
     ] = None,
     solvers: Annotated[
         str,
@@ -211,20 +306,32 @@ def compare_cmd(
             raise InputError(
                 [f"--solvers: unknown solver(s) {unknown}; choose from {', '.join(SOLVERS)}"]
             )
+        folder = output_dir if output_dir is not None else Path(f"{instance.stem}-plans")
+        files = (
+            *dict.fromkeys(f"{name}.json" for name in names),
+            *(["report.html"] if report else []),
+        )
+        check_outputs(
+            [Output("--output-dir", folder, kind="folder", files=files), *_log_outputs(log)],
+            _solve_inputs(instance, hint),
+        )
         inst = load_instance(instance)
+        _warn(instance, inst)
         options = _options(time_limit, workers, seed, log, hint)
-    folder = output_dir if output_dir is not None else Path(f"{instance.stem}-plans")
     plans = compare_plans(inst, names, options)
     if sys.stderr.isatty():
         sys.stderr.write("\n")
-    for plan in plans:
-        plan.write(folder / f"{plan.solver}.json")
+    with _input_errors(), writing("--output-dir", folder):
+        for plan in plans:
+            plan.write(folder / f"{plan.solver}.json")
     typer.echo(format_comparison(inst, plans))
     typer.echo(f"\nplans written to {folder}/")
     if report:
         from horizon_opt.export import write_report
 
-        typer.echo(f"report written to {write_report(inst, plans, folder / 'report.html')}")
+        with _input_errors(), writing("--output-dir", folder):
+            path = write_report(inst, plans, folder / "report.html")
+        typer.echo(f"report written to {path}")
 
 
 EXPORT_FORMATS = ("csv", "gantt", "utilization")
@@ -253,32 +360,50 @@ def export_cmd(
     output: Annotated[
         Path,
         typer.Option(
-            "--output", "-o", help="File to write (.csv, .png or .svg).", show_default=False
+            "--output",
+            "-o",
+            help="File to write (.csv, .png or .svg). CSV also writes FILE-inference.csv beside "
+            "it; -o - writes only the assignments table, to standard output.",
+            show_default=False,
+            parser=_file_name,
         ),
     ],
 ) -> None:
     """Export a plan: CSV tables (assignments + inference blocks), a Gantt or a utilization chart."""
-    from horizon_opt.export import ensure_plan_fits, write_chart, write_csv
+    from horizon_opt.export import ensure_plan_fits, inference_path, write_chart, write_csv
 
-    suffix = output.suffix.lower()
+    to_stdout = fmt == "csv" and is_stdout(output)
     with _input_errors():
         if fmt not in EXPORT_FORMATS:
             raise InputError(
                 [f"--format: unknown format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}"]
             )
         wanted = (".csv",) if fmt == "csv" else (".png", ".svg")
-        if suffix not in wanted:
+        if output.suffix.lower() not in wanted and not to_stdout:
             raise InputError(
                 [
                     f"--output: {fmt} needs a file name ending in {' or '.join(wanted)}, "
                     f"got {output.name!r}"
                 ]
             )
+        outputs = [Output("--output", output, stdout=to_stdout)]
+        if fmt == "csv" and not to_stdout:
+            outputs.append(Output("--output", inference_path(output)))
+        check_outputs(
+            outputs,
+            [("the plan file (PLAN)", plan_file), ("the instance file (--instance)", instance)],
+        )
         inst = load_instance(instance)
         plan = Plan.read(plan_file)
         ensure_plan_fits(inst, plan, source=str(plan_file))
-        try:
-            if fmt == "csv":
+        with writing("--output", output):
+            if to_stdout:
+                _write_assignments_csv(inst, plan)
+                message = (
+                    f"wrote {len(plan.assignments)} assignments to standard output "
+                    "(the inference table needs -o FILE.csv)"
+                )
+            elif fmt == "csv":
                 first, second = write_csv(inst, plan, output)
                 message = (
                     f"wrote {first} ({len(plan.assignments)} assignments) and "
@@ -292,9 +417,16 @@ def export_cmd(
                 )
                 what = "Gantt" if fmt == "gantt" else "utilization"
                 message = f"wrote {path} ({what} chart of the {plan.solver} plan for {inst.name})"
-        except OSError as exc:
-            raise InputError([f"--output: cannot write {str(output)!r}: {exc.strerror}"]) from None
-    typer.echo(message)
+    typer.echo(message, err=to_stdout)
+
+
+def _write_assignments_csv(inst: Instance, plan: Plan) -> None:
+    """The assignments table to standard output, as `write_csv` writes its first file."""
+    from horizon_opt.export.csv import ASSIGNMENT_COLUMNS, assignment_rows
+
+    writer = csv.writer(sys.stdout)  # RFC 4180, CRLF line ends, like the file
+    writer.writerow(ASSIGNMENT_COLUMNS)
+    writer.writerows(assignment_rows(inst, plan))
 
 
 @app.command("report")
@@ -309,13 +441,18 @@ def report_cmd(
         ),
     ],
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="Where to write the report (HTML).")
+        Path,
+        typer.Option("--output", "-o", help="Where to write the report (HTML).", parser=_file_name),
     ] = Path("report.html"),
 ) -> None:
     """Write one self-contained HTML report: instance, plans side by side, charts, waits."""
     from horizon_opt.export import ensure_plan_fits, write_report
 
     with _input_errors():
+        check_outputs(
+            [Output("--output", output)],
+            [("the instance file", instance), *(("a plan file (PLAN)", f) for f in plan_files)],
+        )
         inst = load_instance(instance)
         plans = [Plan.read(f) for f in plan_files]
         for f, plan in zip(plan_files, plans, strict=True):
@@ -328,10 +465,8 @@ def report_cmd(
             labels = stems
         else:
             labels = [f"{s} ({f})" for s, f in zip(solvers, plan_files, strict=True)]
-        try:
+        with writing("--output", output):
             path = write_report(inst, plans, output, labels=labels)
-        except OSError as exc:
-            raise InputError([f"--output: cannot write {str(output)!r}: {exc.strerror}"]) from None
     size = path.stat().st_size
     typer.echo(f"report written to {path} ({len(plans)} plan(s), {size / 1e6:.1f} MB)")
 
@@ -353,11 +488,17 @@ def generate_cmd(
     output: Annotated[
         Path,
         typer.Option(
-            "--output", "-o", help="Where to write the instance (YAML).", show_default=False
+            "--output",
+            "-o",
+            help="Where to write the instance (YAML).",
+            show_default=False,
+            parser=_file_name,
         ),
     ],
     size: Annotated[str, typer.Option(help="small, medium, large or xl.")] = "small",
-    seed: Annotated[int, typer.Option(help="Random seed: the same seed writes the same file.")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Random seed, 0 or more: the same seed writes the same file.", min=0)
+    ] = 0,
     traces: Annotated[
         Path | None,
         typer.Option(
@@ -371,12 +512,12 @@ def generate_cmd(
     from horizon_opt.generate import GeneratorError, generate_file
 
     with _input_errors():
+        check_outputs([Output("--output", output)])
         try:
-            data = generate_file(family, size, seed, output, traces=traces)
+            with writing("--output", output):
+                data = generate_file(family, size, seed, output, traces=traces)
         except GeneratorError as exc:
             raise InputError([str(exc)]) from None
-        except OSError as exc:
-            raise InputError([f"--output: cannot write {str(output)!r}: {exc.strerror}"]) from None
     nodes = sum(p["nodes"] for p in data["pools"])
     typer.echo(
         f"{data['name']}: {len(data['jobs'])} jobs, {nodes} nodes, "
@@ -402,6 +543,7 @@ def bench_cmd(
         typer.Option(
             help="Output folder. Default: results/<suite name> beside the suite file.",
             show_default=False,
+            parser=_file_name,
         ),
     ] = None,
     only: Annotated[
@@ -429,6 +571,10 @@ def bench_cmd(
     with _input_errors():
         suite = bench.load_suite(suite_file)
         folder = out if out is not None else suite_file.parent / "results" / suite_file.stem
+        check_outputs(
+            [Output("--out", folder, kind="folder", files=("results.csv", "summary.md"))],
+            [("the suite file", suite_file)],
+        )
         if summary_only:
             results = folder / "results.csv"
             if not results.is_file():

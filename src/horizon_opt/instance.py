@@ -21,7 +21,16 @@ import numpy.typing as npt
 
 from horizon_opt.errors import InstanceError
 from horizon_opt.packing import pack
-from horizon_opt.spec import InstanceSpec, JobKind
+from horizon_opt.spec import (
+    MAX_DEMAND,
+    MAX_NODE_SLOTS,
+    MAX_NODES,
+    MAX_SLOTS,
+    MAX_TIME_SLOTS,
+    InstanceSpec,
+    JobKind,
+    show,
+)
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -114,6 +123,8 @@ class Instance:
     services: tuple[Service, ...]
     jobs: tuple[Job, ...]
     spec: InstanceSpec = field(repr=False, compare=False)
+    # Legal but almost certainly a mistake (an outage outside the horizon); `validate` adds more.
+    warnings: tuple[str, ...] = ()
 
     @property
     def hours_per_slot(self) -> float:
@@ -161,6 +172,14 @@ class Instance:
         return self.start + timedelta(minutes=slot * self.slot_minutes)
 
 
+def horizon_start(spec: InstanceSpec) -> datetime | None:
+    """The time of slot 0; a start written without an offset is UTC, as in every time field."""
+    start = spec.horizon.start
+    if start is not None and start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    return start
+
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|h|d)\s*$")
 _UNIT_MINUTES = {"m": 1, "min": 1, "h": 60, "d": 1440}
 
@@ -172,34 +191,53 @@ class _Compiler:
         self.spec = spec
         self.demands = demands
         self.problems: list[str] = []
+        self.warnings: list[str] = []
         self.S = spec.horizon.slots
         self.slot_minutes = spec.horizon.slot_minutes
-        start = spec.horizon.start
-        if start is not None and start.tzinfo is None:
-            start = start.replace(tzinfo=UTC)
-        self.start = start
+        self.start = horizon_start(spec)
 
     def error(self, path: str, message: str) -> None:
         self.problems.append(f"{path}: {message}")
+
+    def warn(self, path: str, message: str) -> None:
+        self.warnings.append(f"{path}: {message}")
+
+    def in_calendar(self, slot: int) -> bool:
+        """Whether a slot boundary is a time Python can hold (years 1 to 9999), in the start's
+        offset and in UTC: plans and reports print it."""
+        if self.start is None:
+            return True
+        try:
+            (self.start + timedelta(minutes=slot * self.slot_minutes)).astimezone(UTC)
+        except OverflowError:
+            return False
+        return True
 
     # -- units ---------------------------------------------------------------------------------
 
     def time(self, value: int | str, path: str, round_up: bool) -> int | None:
         """A slot index from an int or an ISO timestamp (rounded up or down to a slot boundary)."""
         if isinstance(value, int):
-            return value
-        if self.start is None:
-            self.error(path, f"timestamp {value!r} needs horizon.start to be set")
+            slot = value
+        elif self.start is None:
+            self.error(path, f"timestamp {show(value)} needs horizon.start to be set")
             return None
-        try:
-            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            self.error(path, f"not a slot index or an ISO-8601 timestamp: {value!r}")
+        else:
+            try:
+                when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                self.error(path, f"not a slot index or an ISO-8601 timestamp: {show(value)}")
+                return None
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+            slots = (when - self.start).total_seconds() / 60 / self.slot_minutes
+            slot = math.ceil(slots - 1e-9) if round_up else math.floor(slots + 1e-9)
+        if abs(slot) > MAX_TIME_SLOTS:
+            self.error(
+                path, f"out of range: a time is at most {MAX_TIME_SLOTS:,} slots from slot 0"
+            )
             return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        slots = (when - self.start).total_seconds() / 60 / self.slot_minutes
-        return math.ceil(slots - 1e-9) if round_up else math.floor(slots + 1e-9)
+        return slot
 
     def duration(self, value: int | str, path: str) -> int | None:
         if isinstance(value, int):
@@ -207,14 +245,39 @@ class _Compiler:
         else:
             match = _DURATION.match(value)
             if match is None:
-                self.error(path, f"not a duration: {value!r} (use slots or e.g. 90m, 6h, 2d)")
+                self.error(path, f"not a duration: {show(value)} (use slots or e.g. 90m, 6h, 2d)")
                 return None
             minutes = float(match.group(1)) * _UNIT_MINUTES[match.group(2)]
+            # Capped just past the limit before rounding: a number too long for a float is inf.
+            minutes = min(minutes, (MAX_SLOTS + 1) * self.slot_minutes)
             slots = math.ceil(minutes / self.slot_minutes - 1e-9)
         if slots < 1:
-            self.error(path, f"must be at least one slot, got {value!r}")
+            self.error(path, f"must be at least one slot, got {show(value)}")
+            return None
+        if slots > MAX_SLOTS:
+            self.error(path, f"longer than {MAX_SLOTS:,} slots, the most horizon-opt plans")
             return None
         return slots
+
+    def sizes(self) -> None:
+        """Refuse a cluster too big to plan before any per-node array is allocated."""
+        nodes = sum(p.nodes for p in self.spec.pools)
+        if nodes > MAX_NODES:
+            self.error("pools", f"{nodes:,} nodes in all; horizon-opt plans at most {MAX_NODES:,}")
+        elif nodes * self.S > MAX_NODE_SLOTS:
+            self.error(
+                "horizon.slots",
+                f"{nodes:,} nodes x {self.S:,} slots is {nodes * self.S:,} node-slots; "
+                f"horizon-opt plans at most {MAX_NODE_SLOTS:,} (use fewer, longer slots)",
+            )
+
+    def horizon(self) -> None:
+        if self.start is not None and not (self.in_calendar(0) and self.in_calendar(self.S)):
+            self.error(
+                "horizon.start",
+                f"{self.S:,} slots of {self.slot_minutes} minutes from {self.start.isoformat()} "
+                "do not fit in the calendar (years 1 to 9999)",
+            )
 
     # -- sections ------------------------------------------------------------------------------
 
@@ -244,8 +307,13 @@ class _Compiler:
                 continue
             if start >= end:
                 self.error(f"{path}.end", f"must be after start ({end} <= {start})")
-                continue
-            if node is not None:
+            elif end <= 0 or start >= self.S:
+                self.warn(
+                    path,
+                    f"wholly outside the horizon (down in slots [{start}, {end}), the horizon is "
+                    f"[0, {self.S})): it changes nothing",
+                )
+            elif node is not None:  # clipped to the horizon
                 up[node, max(start, 0) : min(end, self.S)] = False
         return up
 
@@ -272,6 +340,14 @@ class _Compiler:
             if len(demand) != self.S:
                 self.error(
                     f"{path}.demand", f"expected {self.S} values (one per slot), got {len(demand)}"
+                )
+                continue
+            bad = np.flatnonzero(~((demand >= 0) & (demand <= MAX_DEMAND)))  # NaN fails both
+            if bad.size:
+                t = int(bad[0])
+                self.error(
+                    f"{path}.demand[{t}]",
+                    f"must be a number from 0 to {MAX_DEMAND:,.0f} replicas, got {demand[t]}",
                 )
                 continue
             if pool is None:
@@ -325,6 +401,8 @@ class _Compiler:
                 deadline = self.time(j.deadline, f"{path}.deadline", round_up=False)
                 if deadline is not None and release is not None and deadline < release:
                     self.error(f"{path}.deadline", f"before release ({deadline} < {release})")
+                elif deadline is not None and deadline > self.S and not self.in_calendar(deadline):
+                    self.error(f"{path}.deadline", f"slot {deadline} is after the year 9999")
             after: list[int] = []
             for k, dep in enumerate(j.after):
                 if dep not in ids:
@@ -437,6 +515,10 @@ class _Compiler:
                     )
 
     def build(self) -> Instance:
+        self.sizes()
+        if self.problems:
+            raise InstanceError(self.problems)
+        self.horizon()
         pools = self.pools()
         node_names = tuple(f"{p.name}-{i}" for p in pools for i in range(p.nodes))
         node_index = {n: i for i, n in enumerate(node_names)}
@@ -462,6 +544,7 @@ class _Compiler:
             services=services,
             jobs=jobs,
             spec=self.spec,
+            warnings=tuple(self.warnings),
         )
 
 

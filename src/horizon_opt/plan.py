@@ -3,53 +3,101 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
     model_serializer,
+    model_validator,
 )
 
 from horizon_opt.errors import PlanError
-from horizon_opt.io import validation_problems, write_atomic
+from horizon_opt.io import format_location, read_text, validation_problems, write_atomic
 
 PLAN_FORMAT = "horizon-opt.plan/1"
 Status = Literal["optimal", "feasible", "heuristic"]
 
+PLAN_INT_MAX = 1_000_000_000
+"""Largest integer a plan may hold (slot, GPU index, replicas, count): far beyond any cluster,
+and small enough that numpy's int64 sums of such values cannot overflow."""
+MAX_EXTRA_DEPTH = 32  # nesting of a metric the format does not define (`Metrics` extras)
+
+
+def _text(value: str) -> str:
+    """A lone surrogate (JSON `"\\ud800"`) is not text: a report or CSV could not write it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("not valid Unicode text (a lone surrogate)") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
+Count = Annotated[int, Field(ge=0, le=PLAN_INT_MAX)]
+Seconds = Annotated[float, Field(ge=0.0)]
+
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Assignment(_Model):
-    job: str
-    pool: str
-    start: int
-    end: int
-    gpus: dict[str, list[int]] = Field(
+    job: Text
+    pool: Text
+    start: Count
+    end: Count
+    gpus: dict[Text, list[Count]] = Field(
         description="node name -> GPU indices held for the whole run"
     )
-    start_time: str | None = Field(default=None, description="ISO time of start, if known")
-    end_time: str | None = Field(default=None, description="ISO time of end, if known")
+    start_time: Text | None = Field(default=None, description="ISO time of start, if known")
+    end_time: Text | None = Field(default=None, description="ISO time of end, if known")
 
 
 class InferenceBlock(_Model):
-    service: str
-    node: str
-    start: int
-    end: int
-    replicas: int
+    service: Text
+    node: Text
+    start: Count
+    end: Count
+    replicas: Count
 
 
 class Unscheduled(_Model):
-    job: str
-    reason: str
+    job: Text
+    reason: Text
+
+
+def _extra_problem(value: Any, where: str) -> str | None:
+    """Why a figure the format does not define could not be written back as JSON, if it could not.
+
+    Iterative, so that deep nesting is reported instead of overflowing the stack. Types JSON
+    never produces are left to serialization, which fails loudly on them.
+    """
+    stack = [(value, where, 1)]
+    while stack:
+        item, path, depth = stack.pop()
+        if depth > MAX_EXTRA_DEPTH:
+            return f"{path}: nested more than {MAX_EXTRA_DEPTH} levels deep"
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{path}: not a finite number"
+        if isinstance(item, str):
+            try:
+                _text(item)
+            except ValueError as exc:
+                return f"{path}: {exc}"
+        if isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}", depth + 1) for k, v in item.items())
+            stack.extend((k, f"{path} (a key)", depth + 1) for k in item)
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
+    return None
 
 
 class Metrics(BaseModel):
@@ -59,7 +107,7 @@ class Metrics(BaseModel):
     load, a missing figure reads as zero, and only the figures the file held are written back.
     """
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", allow_inf_nan=False)
 
     available_gpu_hours: float = 0.0
     batch_gpu_hours: float = 0.0
@@ -67,11 +115,20 @@ class Metrics(BaseModel):
     reserved_idle_gpu_hours: float = 0.0
     utilization: float = 0.0
     pwo: float = 0.0
-    completed: int = 0
-    completed_by_kind: dict[str, int] = Field(default_factory=dict)
+    completed: Count = 0
+    completed_by_kind: dict[Text, Count] = Field(default_factory=dict)
     mean_wait_hours: float = 0.0
-    scheduled: int = Field(default=0, description="assigned jobs, on time or not")
-    late: int = Field(default=0, description="assigned jobs that end after their deadline")
+    scheduled: Count = Field(default=0, description="assigned jobs, on time or not")
+    late: Count = Field(default=0, description="assigned jobs that end after their deadline")
+
+    @model_validator(mode="after")
+    def _extras_are_json(self) -> Metrics:
+        """Figures of other tools are kept as they are, so they must be writable JSON too."""
+        for key, value in (self.model_extra or {}).items():
+            problem = _extra_problem(value, key)
+            if problem is not None:
+                raise ValueError(problem)
+        return self
 
     @model_serializer(mode="wrap")
     def _held_figures_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -80,23 +137,64 @@ class Metrics(BaseModel):
         return {key: value for key, value in data.items() if key in self.model_fields_set}
 
 
+class _DuplicateKeyError(Exception):
+    """A JSON object names a key twice: readers disagree on which value counts."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+def _parse_int(digits: str) -> int | float:
+    """A JSON integer; one too long for `int()` (4300 digits) reads as +-inf: every field
+    rejects that, naming itself, where `json.loads` alone would fail without saying where."""
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
+
+
+def _loads(text: str) -> Any:
+    """JSON with no key twice in an object; `_parse_int` only when `int()` refuses a number,
+    which keeps the common case at C speed."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer of more digits than int() reads
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_int=_parse_int)
+
+
 class Plan(_Model):
     format: Literal["horizon-opt.plan/1"] = "horizon-opt.plan/1"
-    instance: str
-    solver: str
+    instance: Text
+    solver: Text
     status: Status
     objective: float
     bound: float | None = None
     gap: float | None = None
-    wall_seconds: float = 0.0
-    build_seconds: float | None = Field(default=None, description="model build time (cpsat)")
+    wall_seconds: Seconds = 0.0
+    build_seconds: Seconds | None = Field(default=None, description="model build time (cpsat)")
     assignments: list[Assignment] = Field(default_factory=list)
     inference: list[InferenceBlock] = Field(default_factory=list)
     unscheduled: list[Unscheduled] = Field(default_factory=list)
     metrics: Metrics = Field(default_factory=Metrics)
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", exclude_none=False), indent=1) + "\n"
+        """Strict JSON: a NaN or infinity (only code that skips validation can put one in) is a
+        bug to report, not output to write."""
+        data = self.model_dump(mode="json", exclude_none=False)
+        try:
+            return json.dumps(data, indent=1, allow_nan=False) + "\n"
+        except ValueError as exc:
+            raise RuntimeError(
+                f"internal error: the plan cannot be written as JSON: {exc}"
+            ) from exc
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write atomically: a reader never sees half a plan."""
@@ -104,18 +202,36 @@ class Plan(_Model):
 
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> Plan:
+        """Read and validate a plan file; any problem with it raises PlanError, never a traceback."""
         file = Path(path)
         try:
-            data = json.loads(file.read_text())
+            text = read_text(file)
         except OSError as exc:
             raise PlanError([f"{file}: cannot read: {exc.strerror}"]) from None
+        except ValueError as exc:  # not UTF-8 text, or too large
+            raise PlanError([f"{file}: {exc}"]) from None
+        try:
+            data = _loads(text)
         except json.JSONDecodeError as exc:
             raise PlanError([f"{file}: not valid JSON: {exc}"]) from None
+        except _DuplicateKeyError as exc:
+            raise PlanError(
+                [f"{file}: not valid JSON: key {exc.args[0]!r} appears twice"]
+            ) from None
+        except RecursionError:
+            raise PlanError([f"{file}: not valid JSON: nested too deeply"]) from None
         return cls.parse(data)
 
     @classmethod
     def parse(cls, data: Any) -> Plan:
+        """Validate parsed JSON strictly: `"0"`, `true` or `1.0` is not an integer in a plan."""
         try:
-            return cls.model_validate(data)
+            return cls.model_validate(data, strict=True)
         except ValidationError as exc:
-            raise PlanError(validation_problems(exc)) from None
+            problems = validation_problems(exc)  # one per error, in order
+            for k, err in enumerate(exc.errors()):
+                huge = isinstance(err["input"], float) and math.isinf(err["input"])
+                if err["type"] == "int_type" and huge:  # see `_parse_int`
+                    where = format_location(err["loc"])
+                    problems[k] = f"{where}: must be an integer from 0 to {PLAN_INT_MAX}"
+            raise PlanError(problems) from None

@@ -1,13 +1,15 @@
 """The instance file as users write it: pydantic models that mirror FORMAT.md field by field.
 
-These models only check shape and types. Everything that needs context (time units, pool and
-job references, cycles, placeability, inference feasibility) is checked when the spec is compiled
-into an `Instance` (see `instance.py`), so every message can name its field path.
+These models check shape, types and ranges (the limits below). Everything that needs context
+(time units, pool and job references, cycles, placeability, inference feasibility, sizes of the
+whole cluster) is checked when the spec is compiled into an `Instance` (see `instance.py`), so
+every message can name its field path.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import reprlib
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -21,13 +23,39 @@ from pydantic import (
     Tag,
 )
 
+# Limits of what horizon-opt plans (FORMAT.md, "Limits", quotes them). No real cluster comes near
+# them; within them every count fits an int64 and every per-node, per-slot array stays small
+# enough to allocate, and input beyond them is refused before anything is allocated.
+MAX_SLOTS = 100_000  # horizon.slots; also the longest duration, in slots
+MAX_SLOT_MINUTES = 7 * 24 * 60  # horizon.slot_minutes: one week
+MAX_NODES = 100_000  # nodes of all pools together
+MAX_NODE_SLOTS = 10_000_000  # nodes x slots: the size of every per-node, per-slot array
+MAX_GPUS_PER_NODE = 1_024  # pools[].gpus_per_node, services[].gpus_per_replica
+MAX_JOB_GPUS = MAX_NODES * MAX_GPUS_PER_NODE  # jobs[].gpus
+MAX_PRIORITY = 1e6  # jobs[].priority
+MAX_DEMAND = 1e6  # replicas per slot of a service's demand
+MAX_HEADROOM = 10.0  # services[].headroom
+MAX_TIME_SLOTS = 10**10  # largest |slot index| of a time field
+MAX_FILE_BYTES = 128 * 2**20  # an instance file or a demand CSV file
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 60
+
+
+def show(value: Any) -> str:
+    """A short repr of user input for messages: a long string, a deep list or a huge number must
+    not make a huge message, or fail (Python refuses to print an int of over 4,300 digits)."""
+    if isinstance(value, int) and abs(value) >= 10**18:
+        return "an integer of more than 18 digits"
+    return _REPR.repr(value)
+
 
 def _int_or_str(value: Any) -> int | str:
     """Accept an int or a string, nothing else (YAML booleans and floats are mistakes here)."""
-    if isinstance(value, datetime):  # YAML turns unquoted timestamps into datetimes
+    if isinstance(value, date):  # YAML reads unquoted timestamps and dates: mean the quoted form
         return value.isoformat()
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"expected an integer or a string, got {value!r}")
+        raise ValueError(f"expected an integer or a string, got {show(value)}")
     return value
 
 
@@ -54,12 +82,14 @@ def _mapping_or_other(value: Any) -> str:
 def _timestamp(value: Any) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
+    if isinstance(value, date):  # an unquoted YAML date: its midnight, like "2026-12-01"
+        return datetime(value.year, value.month, value.day)
     if isinstance(value, str):
         try:
             return datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"not an ISO-8601 timestamp: {value!r}") from None
-    raise ValueError(f"expected an ISO-8601 timestamp, got {value!r}")
+            raise ValueError(f"not an ISO-8601 timestamp: {show(value)}") from None
+    raise ValueError(f"expected an ISO-8601 timestamp, got {show(value)}")
 
 
 Time = Annotated[int | str, PlainValidator(_int_or_str, json_schema_input_type=int | str)]
@@ -92,16 +122,18 @@ JOB_KINDS: tuple[JobKind, ...] = (
 
 
 class HorizonSpec(_Model):
-    slots: int = Field(ge=1, description="Number of slots S in the horizon.")
-    slot_minutes: int = Field(default=60, ge=1, description="Length of one slot in minutes.")
+    slots: int = Field(ge=1, le=MAX_SLOTS, description="Number of slots S in the horizon.")
+    slot_minutes: int = Field(
+        default=60, ge=1, le=MAX_SLOT_MINUTES, description="Length of one slot in minutes."
+    )
     start: Timestamp = Field(default=None, description="Wall-clock time of slot 0 (ISO-8601).")
 
 
 class PoolSpec(_Model):
     name: Name
     gpu_type: str
-    nodes: int = Field(ge=1)
-    gpus_per_node: int = Field(ge=1)
+    nodes: int = Field(ge=1, le=MAX_NODES)
+    gpus_per_node: int = Field(ge=1, le=MAX_GPUS_PER_NODE)
 
 
 class OutageSpec(_Model):
@@ -118,10 +150,13 @@ class DemandCsv(_Model):
 class ServiceSpec(_Model):
     name: str = Field(min_length=1)
     pool: str
-    gpus_per_replica: int = Field(ge=1)
-    headroom: float = Field(default=0.0, ge=0.0)
+    gpus_per_replica: int = Field(ge=1, le=MAX_GPUS_PER_NODE)
+    headroom: float = Field(default=0.0, ge=0.0, le=MAX_HEADROOM, allow_inf_nan=False)
     demand: Annotated[
-        Annotated[list[Annotated[float, Field(ge=0)]], Tag("<value>")]
+        Annotated[
+            list[Annotated[float, Field(ge=0, le=MAX_DEMAND, allow_inf_nan=False)]],
+            Tag("<value>"),
+        ]
         | Annotated[DemandCsv, Tag("<mapping>")],
         Discriminator(_mapping_or_other),
     ] = Field(description="Forecast replicas per slot (S numbers), or {csv, column}.")
@@ -130,8 +165,8 @@ class ServiceSpec(_Model):
 class JobSpec(_Model):
     id: str = Field(min_length=1)
     kind: JobKind = "other"
-    priority: float = Field(gt=0)
-    gpus: int = Field(ge=1)
+    priority: float = Field(gt=0, le=MAX_PRIORITY, allow_inf_nan=False)
+    gpus: int = Field(ge=1, le=MAX_JOB_GPUS)
     duration: Duration
     pools: list[str] | None = None
     release: Time = 0

@@ -51,7 +51,7 @@ def solve_task(task: Task) -> Row:
     return {
         "status": plan.status,
         "valid": "no" if violations else "yes",
-        "violations": len(violations),
+        "violations": violations.total,
         "pwo": m.pwo,
         "utilization": m.utilization,
         "completed": m.completed,

@@ -370,7 +370,7 @@ def report_html(
     for name, plan in zip(names, plans, strict=True):
         ensure_plan_fits(instance, plan, source=name)
     planned = [
-        Column(name, plan, evaluate(instance, plan), len(check(instance, plan)))
+        Column(name, plan, evaluate(instance, plan), check(instance, plan).total)
         for name, plan in zip(names, plans, strict=True)
     ]
     title = f"horizon-opt report: {instance.name}"
