@@ -169,11 +169,16 @@ class _Checker:
                     )
 
     def rule4_gpu_indices(self, assigned: dict[str, int]) -> np.ndarray:
-        """Returns jobs' GPUs held per [node, slot] (for rule 5)."""
+        """Returns jobs' GPUs held per [node, slot] (for rule 5).
+
+        A GPU's runs are compared as intervals (sorted by start, each against the latest end
+        before it), never as a [GPU, slot] grid: a 1,024-GPU node over a long horizon would need
+        gigabytes.
+        """
         inst = self.inst
         S = inst.slots
-        held_count = np.zeros((inst.num_nodes, S), dtype=np.int64)
-        owners: dict[int, np.ndarray] = {}
+        held = np.zeros((inst.num_nodes, S + 1), dtype=np.int64)  # a difference array
+        runs: list[tuple[np.ndarray, int, int, int, int]] = []  # (GPUs, node, lo, hi, holder)
         for job_id, i in assigned.items():
             a = self.plan.assignments[i]
             lo, hi = max(a.start, 0), min(a.end, S)
@@ -182,31 +187,52 @@ class _Checker:
                 if n is None or hi <= lo:
                     continue
                 G = int(inst.node_gpus[n])
-                grid = owners.setdefault(n, np.zeros((G, S), dtype=np.int64))
-                valid = [g for g in set(idx) if 0 <= g < G]
-                grid[valid, lo:hi] += 1
-                held_count[n, lo:hi] += len(valid)
+                valid = np.array(sorted(g for g in set(idx) if 0 <= g < G), dtype=np.int64)
+                runs.append((valid, n, lo, hi, i))
+                held[n, lo] += len(valid)
+                held[n, hi] -= len(valid)
                 down = ~inst.up[n, lo:hi]
                 if down.any():
                     self.report(
                         4,
                         f"job {job_id!r} holds GPUs of {node} while it is down ({_slots(np.r_[np.zeros(lo, bool), down])})",
                     )
-        for n, grid in owners.items():
-            for g in np.flatnonzero((grid > 1).any(axis=1)):
-                clash = grid[g] > 1
-                holders = [
-                    a.job
-                    for a in self.plan.assignments
-                    if a.job in assigned
-                    and g in a.gpus.get(inst.node_names[n], [])
-                    and np.any(clash[max(a.start, 0) : min(a.end, S)])
-                ]
-                self.report(
-                    4,
-                    f"GPU {g} of {inst.node_names[n]} is held by several jobs at {_slots(clash)}: {', '.join(holders)}",
-                )
-        return held_count
+        if runs:
+            self.shared_gpus(runs)
+        out: np.ndarray = np.cumsum(held, axis=1)[:, :S]
+        return out
+
+    def shared_gpus(self, runs: list[tuple[np.ndarray, int, int, int, int]]) -> None:
+        """Rule 4's other half: no GPU held by two jobs at once."""
+        inst, S = self.inst, self.inst.slots
+        sizes = [len(r[0]) for r in runs]
+        gpu = np.concatenate([r[0] for r in runs])
+        node, lo, hi, holder = (np.repeat([r[k] for r in runs], sizes) for k in (1, 2, 3, 4))
+        G = int(inst.node_gpus.max(initial=1)) + 1
+        group = node * G + gpu  # one id per (node, GPU)
+        order = np.lexsort((lo, group))
+        group, lo, hi, holder = group[order], lo[order], hi[order], holder[order]
+        # Within a group, runs sorted by start overlap when one starts before the latest end so
+        # far; offsetting by the group keeps the running maximum from crossing groups.
+        base = group * (S + 2)
+        latest = np.maximum.accumulate(base + hi)
+        clash = np.r_[False, base[1:] + lo[1:] < latest[:-1]]
+        for g_id in dict.fromkeys(group[clash].tolist()):
+            mine = group == g_id
+            count = np.zeros(S + 1, dtype=np.int64)
+            np.add.at(count, lo[mine], 1)
+            np.add.at(count, hi[mine], -1)
+            busy = np.cumsum(count)[:S] > 1
+            holders = [
+                self.plan.assignments[int(k)].job
+                for k, a, b in zip(holder[mine], lo[mine], hi[mine], strict=True)
+                if busy[a:b].any()
+            ]
+            n, g = divmod(int(g_id), G)
+            self.report(
+                4,
+                f"GPU {g} of {inst.node_names[n]} is held by several jobs at {_slots(busy)}: {', '.join(holders)}",
+            )
 
     def rule5_node_capacity(self, held: np.ndarray) -> None:
         inst = self.inst

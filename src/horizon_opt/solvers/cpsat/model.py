@@ -46,15 +46,30 @@ class Subproblem:
     inference_hint: Layout | None = None
 
 
-def value_scale(instance: Instance) -> int:
-    """Smallest power of ten (<= 10^6) that makes every job value an integer."""
-    for scale in (1, 10, 100, 1_000, 10_000, 100_000):
-        if all(abs(j.value * scale - round(j.value * scale)) < 1e-6 for j in instance.jobs):
-            return scale
-    return 10**6
+MAX_OBJECTIVE = 2**60  # CP-SAT's objective and its bounds must fit 64-bit integers
 
 
-def value_units(value: float, scale: int) -> int:
+def value_scale(instance: Instance) -> float:
+    """The power of ten that turns job values into integer objective units.
+
+    The smallest (<= 10^6) that makes every value an integer; lowered, below 1 if need be, while
+    the largest objective (every unit times the end-time tie-break weight) could overflow
+    CP-SAT's 64-bit integers. Units are rounded up, so CP-SAT's bounds stay valid either way.
+    """
+    scale: float = 10**6
+    for exact in (1, 10, 100, 1_000, 10_000, 100_000):
+        if all(abs(j.value * exact - round(j.value * exact)) < 1e-6 for j in instance.jobs):
+            scale = exact
+            break
+    weight = 1 + len(instance.jobs) * instance.slots  # the largest tie-break weight
+    while scale > 1e-300 and (
+        sum(value_units(j.value, scale) for j in instance.jobs) * weight > MAX_OBJECTIVE
+    ):
+        scale /= 10
+    return scale
+
+
+def value_units(value: float, scale: float) -> int:
     """A job's value in integer objective units, rounded up so that bounds stay valid."""
     return max(1, math.ceil(value * scale - 1e-9))
 
@@ -62,7 +77,7 @@ def value_units(value: float, scale: int) -> int:
 class NodeModel:
     """Builds the CP-SAT model of a subproblem: variables, constraints, objective, hint."""
 
-    def __init__(self, instance: Instance, sub: Subproblem, scale: int) -> None:
+    def __init__(self, instance: Instance, sub: Subproblem, scale: float) -> None:
         self.inst = instance
         self.sub = sub
         self.model = cp_model.CpModel()
