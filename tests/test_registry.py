@@ -13,6 +13,7 @@ import horizon_opt as ho
 from horizon_opt.bench import guard_seconds
 from horizon_opt.cli import app
 from horizon_opt.compare import compare_plans
+from horizon_opt.generate import GeneratorError, generate
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import SOLVERS, SolveOptions, Solver
@@ -81,3 +82,16 @@ def test_bench_guards_anytime_solvers_by_their_time_limit() -> None:
     for name, solver in SOLVERS.items():
         expected = 60 + 30 if solver.anytime else 30
         assert guard_seconds(name, 60, workers=2, margin=30) == expected
+
+
+@pytest.mark.parametrize(
+    "bad", [{"seed": -1}, {"seed": 2**40}, {"workers": 0}, {"time_limit": 0.0}]
+)
+def test_options_no_solver_can_honour_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        SolveOptions(**bad)  # type: ignore[arg-type]
+
+
+def test_generate_refuses_a_negative_seed() -> None:
+    with pytest.raises(GeneratorError, match="seed"):
+        generate("enterprise", "small", -1)

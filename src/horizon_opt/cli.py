@@ -21,7 +21,7 @@ from horizon_opt.metrics import evaluate
 from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
-from horizon_opt.solvers.options import default_workers
+from horizon_opt.solvers.options import MAX_SEED, default_workers
 from horizon_opt.spec import InstanceSpec
 from horizon_opt.validate import validate
 from horizon_opt.version import __version__
@@ -84,7 +84,6 @@ Workers = Annotated[
     ),
 ]
 DEFAULT_WORKERS = default_workers()
-MAX_SEED = 2**30  # CP-SAT seeds are 32-bit and the search adds its iteration count
 Seed = Annotated[
     int,
     typer.Option(help="Random seed; with --workers 1 runs are repeatable.", min=0, max=MAX_SEED),

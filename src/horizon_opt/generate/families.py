@@ -50,5 +50,7 @@ def generate(
         raise GeneratorError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     if size not in SIZES:
         raise GeneratorError(f"unknown size {size!r}; choose one of {', '.join(SIZES)}")
+    if seed < 0:
+        raise GeneratorError(f"seed must be 0 or more, got {seed}")
     rng = np.random.default_rng(seed)
     return FAMILIES[family](f"{family}-{size}-s{seed}", SIZES[size], rng, traces=traces)

@@ -27,6 +27,7 @@ class Progress:
 
 
 MAX_DEFAULT_WORKERS = 8
+MAX_SEED = 2**30  # CP-SAT seeds are 32-bit and the search adds its iteration count
 
 
 def default_workers() -> int:
@@ -52,3 +53,14 @@ class SolveOptions:
     hint: Plan | None = None  # a plan to start from (cpsat)
     on_progress: Callable[[Progress], None] | None = None
     params: SearchParams = field(default_factory=SearchParams)  # tuning of the cpsat search
+
+    def __post_init__(self) -> None:
+        """Refuse options no solver can honour, with a message instead of a solver's crash."""
+        if not (self.time_limit > 0 and self.time_limit < float("inf")):
+            raise ValueError(
+                f"time_limit must be a positive number of seconds, got {self.time_limit}"
+            )
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(f"seed must be from 0 to {MAX_SEED}, got {self.seed}")
