@@ -12,7 +12,7 @@ from functools import partial
 
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
-from horizon_opt.solvers import fifo, greedy
+from horizon_opt.solvers import backfill, fifo, greedy
 from horizon_opt.solvers.options import SolveOptions
 
 SolverFn = Callable[[Instance, SolveOptions], Plan]
@@ -49,6 +49,22 @@ SOLVERS: dict[str, Solver] = {
             name="fifo-elastic",
             run=partial(fifo.solve, elastic=True),
             description="fifo with inference reserved slot by slot (the ablation step)",
+            anytime=False,
+            takes_hint=False,
+            reports_bound=False,
+        ),
+        Solver(
+            name="backfill",
+            run=backfill.solve,
+            description="Slurm-style online backfill by priority; inference reserved slot by slot",
+            anytime=False,
+            takes_hint=False,
+            reports_bound=False,
+        ),
+        Solver(
+            name="backfill-static",
+            run=partial(backfill.solve, static=True),
+            description="backfill with inference reserved at its peak",
             anytime=False,
             takes_hint=False,
             reports_bound=False,

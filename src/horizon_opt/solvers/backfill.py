@@ -1,0 +1,112 @@
+"""The policy most clusters run: a Slurm-style online backfill, as a baseline for the optimizer.
+
+What it models, slot by slot over the horizon, knowing at each slot only the jobs released so
+far (nothing of the future, unlike the planners):
+
+- priority: waiting jobs in order of priority (it dominates), then age (earlier release first),
+  then file order, as Slurm's multifactor priority does when the job priority weight dominates;
+- dependencies: a job waits until every job it runs after has ended (`afterok`);
+- backfill, conservative: every waiting job, in that order, gets a reservation at the earliest
+  start where it fits next to the running jobs and the reservations before it; a job starts now
+  only when its reservation is now, so a lower-priority job starts early only when it delays no
+  higher-priority one. At most `MAX_JOB_TEST` waiting jobs are planned per pass (Slurm's
+  `bf_max_job_test`), the rest wait for the next pass;
+- gangs on the placement rule (one node, or whole nodes), first-fit nodes, fastest pool first on
+  a tie;
+- a job that can no longer end by its deadline is not started (it would earn nothing);
+- inference: the static peak reservation (`backfill-static`) or the forecast per slot
+  (`backfill`), laid out as fifo and greedy lay it out.
+
+What it simplifies: run times are the jobs' durations (users' estimates, exact here), a pass
+runs at every slot where something changed (a release, an end, inference giving GPUs back)
+rather than on a timer, and there is no fair-share, QOS, partition limit or preemption.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from horizon_opt.inference import Layout, elastic_layout, static_peak_layout
+from horizon_opt.instance import Instance, IntArray, earliest_starts
+from horizon_opt.plan import Plan
+from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.grid import CapacityGrid, Fit
+from horizon_opt.solvers.options import SolveOptions
+from horizon_opt.solvers.reasons import why_not_planned
+
+MAX_JOB_TEST = 500  # waiting jobs planned per pass, as Slurm's bf_max_job_test default
+
+
+def _earliest(grid: CapacityGrid, instance: Instance, j: int, t: int) -> Fit | None:
+    """The earliest-starting fit from slot t over the job's pools (ties: fastest pool, first)."""
+    job = instance.jobs[j]
+    best: Fit | None = None
+    for p, d in sorted(job.durations.items(), key=lambda item: (item[1], item[0])):
+        limit = instance.slots if best is None else min(instance.slots, best.start + d)
+        fit = grid.earliest_in_pool(instance.pools[p], job.gangs[p], d, t, limit, "first")
+        if fit is not None and (best is None or fit.start < best.start):
+            best = fit
+    return best
+
+
+def _pass_slots(instance: Instance, layout: Layout) -> list[int]:
+    """Slots where a pass can start something new: a release, or inference giving GPUs back
+    (the ends of jobs are added as they are planned)."""
+    grows = np.flatnonzero((np.diff(layout.free, axis=1) > 0).any(axis=0)) + 1
+    return sorted({0, *(j.release for j in instance.jobs), *grows.tolist()})
+
+
+def solve(instance: Instance, options: SolveOptions | None = None, *, static: bool = False) -> Plan:
+    started = time.perf_counter()
+    layout = static_peak_layout(instance) if static else elastic_layout(instance)
+    free: IntArray = layout.free.astype(np.int64).copy()  # [N, S] left by the started jobs
+    S = instance.slots
+    order = {j.index: (-j.priority, j.release, j.index) for j in instance.jobs}
+    placements: dict[int, Placement] = {}
+    given_up: set[int] = set()
+    slots = set(_pass_slots(instance, layout))
+    t = 0
+    while True:
+        ends = {p.end(instance) for p in placements.values()}
+        upcoming = [s for s in slots | ends if s >= t]
+        if not upcoming:
+            break
+        t = min(upcoming)
+        if t >= S:
+            break
+        waiting = sorted(
+            (
+                j.index
+                for j in instance.jobs
+                if j.index not in placements
+                and j.index not in given_up
+                and j.release <= t
+                and all(q in placements and placements[q].end(instance) <= t for q in j.after)
+            ),
+            key=order.__getitem__,
+        )
+        grid = CapacityGrid(instance, free)  # running jobs taken; reservations on this copy
+        for j in waiting[:MAX_JOB_TEST]:
+            job = instance.jobs[j]
+            if t + min(job.durations.values()) > job.latest_end(S):
+                given_up.add(j)  # it can no longer end in time, on any pool
+                continue
+            fit = _earliest(grid, instance, j, t)
+            gang, d = (job.gangs[fit.pool], job.durations[fit.pool]) if fit else (None, 0)
+            if fit is None or gang is None or fit.start + d > job.latest_end(S):
+                continue  # no room in time as things stand: no reservation, wait for a pass
+            grid.occupy(fit, gang, d)
+            if fit.start == t:  # its reservation is now: it starts
+                free[list(fit.nodes), t : t + d] -= gang.gpus_per_node
+                placements[j] = Placement(j, fit.pool, t, fit.nodes)
+        t += 1
+    est = earliest_starts(instance)
+    reasons = {
+        j.index: why_not_planned(instance, j.index, placements, est[j.index])
+        for j in instance.jobs
+        if j.index not in placements
+    }
+    name = "backfill-static" if static else "backfill"
+    return build_plan(instance, name, list(placements.values()), layout, reasons, started=started)
