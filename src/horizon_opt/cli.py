@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -370,6 +369,7 @@ def export_cmd(
 ) -> None:
     """Export a plan: CSV tables (assignments + inference blocks), a Gantt or a utilization chart."""
     from horizon_opt.export import ensure_plan_fits, inference_path, write_chart, write_csv
+    from horizon_opt.export.csv import assignments_csv
 
     to_stdout = fmt == "csv" and is_stdout(output)
     with _input_errors():
@@ -397,7 +397,7 @@ def export_cmd(
         ensure_plan_fits(inst, plan, source=str(plan_file))
         with writing("--output", output):
             if to_stdout:
-                _write_assignments_csv(inst, plan)
+                sys.stdout.write(assignments_csv(inst, plan))
                 message = (
                     f"wrote {len(plan.assignments)} assignments to standard output "
                     "(the inference table needs -o FILE.csv)"
@@ -417,15 +417,6 @@ def export_cmd(
                 what = "Gantt" if fmt == "gantt" else "utilization"
                 message = f"wrote {path} ({what} chart of the {plan.solver} plan for {inst.name})"
     typer.echo(message, err=to_stdout)
-
-
-def _write_assignments_csv(inst: Instance, plan: Plan) -> None:
-    """The assignments table to standard output, as `write_csv` writes its first file."""
-    from horizon_opt.export.csv import ASSIGNMENT_COLUMNS, assignment_rows
-
-    writer = csv.writer(sys.stdout)  # RFC 4180, CRLF line ends, like the file
-    writer.writerow(ASSIGNMENT_COLUMNS)
-    writer.writerows(assignment_rows(inst, plan))
 
 
 @app.command("report")

@@ -115,6 +115,11 @@ def _table(columns: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
     return buf.getvalue()
 
 
+def assignments_csv(instance: Instance, plan: Plan) -> str:
+    """The assignment table, as `write_csv` writes its first file (and `export -o -` prints)."""
+    return _table(ASSIGNMENT_COLUMNS, assignment_rows(instance, plan))
+
+
 def assignment_rows(instance: Instance, plan: Plan) -> list[list[str]]:
     h = instance.hours_per_slot
     rows = []
@@ -174,7 +179,7 @@ def write_csv(instance: Instance, plan: Plan, path: str | os.PathLike[str]) -> t
     """
     ensure_plan_fits(instance, plan)
     first, second = Path(path), inference_path(path)
-    write_atomic(first, _table(ASSIGNMENT_COLUMNS, assignment_rows(instance, plan)))
+    write_atomic(first, assignments_csv(instance, plan))
     write_atomic(second, _table(INFERENCE_COLUMNS, inference_rows(instance, plan)))
     return first, second
 
