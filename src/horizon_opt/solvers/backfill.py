@@ -24,6 +24,7 @@ rather than on a timer, and there is no fair-share, QOS, partition limit or pree
 
 from __future__ import annotations
 
+import heapq
 import time
 
 import numpy as np
@@ -52,8 +53,8 @@ def _earliest(grid: CapacityGrid, instance: Instance, j: int, t: int) -> Fit | N
 
 
 def _pass_slots(instance: Instance, layout: Layout) -> list[int]:
-    """Slots where a pass can start something new: a release, or inference giving GPUs back
-    (the ends of jobs are added as they are planned)."""
+    """Slots where a pass can start something new, as a heap: a release, or inference giving
+    GPUs back (the ends of jobs join as they start)."""
     grows = np.flatnonzero((np.diff(layout.free, axis=1) > 0).any(axis=0)) + 1
     return sorted({0, *(j.release for j in instance.jobs), *grows.tolist()})
 
@@ -66,16 +67,12 @@ def solve(instance: Instance, options: SolveOptions | None = None, *, static: bo
     order = {j.index: (-j.priority, j.release, j.index) for j in instance.jobs}
     placements: dict[int, Placement] = {}
     given_up: set[int] = set()
-    slots = set(_pass_slots(instance, layout))
-    t = 0
-    while True:
-        ends = {p.end(instance) for p in placements.values()}
-        upcoming = [s for s in slots | ends if s >= t]
-        if not upcoming:
-            break
-        t = min(upcoming)
-        if t >= S:
-            break
+    passes = _pass_slots(instance, layout)  # a heap: the ends of started jobs join it
+    done = -1  # the last slot passed
+    while passes and (t := heapq.heappop(passes)) < S:
+        if t == done:
+            continue
+        done = t
         waiting = sorted(
             (
                 j.index
@@ -94,14 +91,16 @@ def solve(instance: Instance, options: SolveOptions | None = None, *, static: bo
                 given_up.add(j)  # it can no longer end in time, on any pool
                 continue
             fit = _earliest(grid, instance, j, t)
-            gang, d = (job.gangs[fit.pool], job.durations[fit.pool]) if fit else (None, 0)
-            if fit is None or gang is None or fit.start + d > job.latest_end(S):
-                continue  # no room in time as things stand: no reservation, wait for a pass
+            if fit is None:
+                continue  # no room as things stand: no reservation, wait for a later pass
+            gang, d = job.gangs[fit.pool], job.durations[fit.pool]
+            if fit.start + d > job.latest_end(S):
+                continue  # it would end late as things stand: likewise
             grid.occupy(fit, gang, d)
             if fit.start == t:  # its reservation is now: it starts
                 free[list(fit.nodes), t : t + d] -= gang.gpus_per_node
                 placements[j] = Placement(j, fit.pool, t, fit.nodes)
-        t += 1
+                heapq.heappush(passes, t + d)
     est = earliest_starts(instance)
     reasons = {
         j.index: why_not_planned(instance, j.index, placements, est[j.index])
