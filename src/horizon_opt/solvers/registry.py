@@ -23,9 +23,9 @@ class Solver:
     name: str
     run: SolverFn
     description: str  # one line, shown by `--help`
-    anytime: bool  # searches until its time limit (or a proof): `time_limit` matters
-    takes_hint: bool  # can start from a given plan (`SolveOptions.hint`)
-    reports_bound: bool  # reports a proven upper bound on pwo, hence a gap
+    anytime: bool = False  # searches until its time limit (or a proof): `time_limit` matters
+    takes_hint: bool = False  # can start from a given plan (`SolveOptions.hint`)
+    reports_bound: bool = False  # reports a proven upper bound on pwo, hence a gap
 
 
 def _cpsat(instance: Instance, options: SolveOptions) -> Plan:
@@ -41,41 +41,26 @@ SOLVERS: dict[str, Solver] = {
             name="fifo",
             run=fifo.solve,
             description="the baseline: inference reserved at its peak, jobs in arrival order",
-            anytime=False,
-            takes_hint=False,
-            reports_bound=False,
         ),
         Solver(
             name="fifo-elastic",
             run=partial(fifo.solve, elastic=True),
             description="fifo with inference reserved slot by slot (the ablation step)",
-            anytime=False,
-            takes_hint=False,
-            reports_bound=False,
         ),
         Solver(
             name="backfill",
             run=backfill.solve,
             description="Slurm-style online backfill by priority; inference reserved slot by slot",
-            anytime=False,
-            takes_hint=False,
-            reports_bound=False,
         ),
         Solver(
             name="backfill-static",
             run=partial(backfill.solve, static=True),
             description="backfill with inference reserved at its peak",
-            anytime=False,
-            takes_hint=False,
-            reports_bound=False,
         ),
         Solver(
             name="greedy",
             run=greedy.solve,
             description="heuristic: inference reserved slot by slot, jobs in order of value",
-            anytime=False,
-            takes_hint=False,
-            reports_bound=False,
         ),
         Solver(
             name="cpsat",
