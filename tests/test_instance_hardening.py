@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from test_validation import assert_problem, job
 
 import horizon_opt
 from horizon_opt import load_instance, solve, validate
@@ -46,18 +47,6 @@ def file_problems(path: Path) -> list[str]:
     with pytest.raises(InstanceError) as info:
         load_instance(path)
     return info.value.problems
-
-
-def assert_problem(problems: list[str], path: str, *words: str) -> None:
-    lines = [p for p in problems if p.startswith(f"{path}: ")]
-    assert lines, f"no problem starts with {path!r}: {problems}"
-    assert any(all(w.lower() in line.lower() for w in words) for line in lines), (
-        f"no problem at {path!r} mentions {words}: {lines}"
-    )
-
-
-def job(data: Spec, job_id: str) -> Spec:
-    return next(j for j in data["jobs"] if j["id"] == job_id)
 
 
 def with_start(data: Spec) -> Spec:
