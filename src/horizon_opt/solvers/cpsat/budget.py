@@ -19,7 +19,8 @@ class Budget:
         self.deadline = self.started + time_limit
         self.deterministic = deterministic
         # (the LP before the search takes wall time, up to lp_share of it)
-        self.units = time_limit * params.deterministic_per_second * (1 - params.lp_share)
+        self.per_second = params.deterministic_per_second
+        self.units = time_limit * self.per_second * (1 - params.lp_share)
         self.used = 0.0
         self.interrupted = False  # set by Ctrl-C
 
@@ -52,6 +53,6 @@ class Budget:
             return max(0.0, self.units * (1 - reserve) - self.used)
         return max(0.0, self.deadline - reserve * self.time_limit - time.perf_counter())
 
-    def cpsat_limit(self, seconds: float, deterministic_per_second: float) -> float:
+    def cpsat_limit(self, seconds: float) -> float:
         """A CP-SAT time limit of `seconds`, in the budget's units."""
-        return seconds * (deterministic_per_second if self.deterministic else 1.0)
+        return seconds * (self.per_second if self.deterministic else 1.0)

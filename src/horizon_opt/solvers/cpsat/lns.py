@@ -246,7 +246,7 @@ class Lns:
         n_nodes = params.lns_nodes
         width = max(4, int(self.inst.slots * params.lns_width_share))
         max_free = params.lns_free_jobs
-        sub_limit = budget.cpsat_limit(params.subproblem_seconds, params.deterministic_per_second)
+        sub_limit = budget.cpsat_limit(params.subproblem_seconds)
         it = 0
         last_report = 0.0
         outcomes: Counter[str] = Counter()
