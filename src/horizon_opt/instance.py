@@ -8,6 +8,7 @@ path (`jobs[3].duration.h100: ...`), as FORMAT.md requires.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -87,6 +88,21 @@ class Service:
 
 
 @dataclass(frozen=True)
+class Placed:
+    """A job's placement that no solver may change: it is running (it started before `now`) or
+    it holds a promised start (a reservation, at or after `now`)."""
+
+    pool: int
+    start: int
+    end: int
+    gpus: Mapping[int, tuple[int, ...]]  # global node index -> GPU indices
+
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        return tuple(self.gpus)
+
+
+@dataclass(frozen=True)
 class Job:
     index: int
     id: str
@@ -99,6 +115,7 @@ class Job:
     deadline: int | None
     after: tuple[int, ...]  # job indices
     work_hours: float  # gpus * fastest duration * hours per slot
+    placed: Placed | None = None  # then `durations` and `gangs` hold only its pool
 
     @property
     def value(self) -> float:
@@ -125,6 +142,9 @@ class Instance:
     spec: InstanceSpec = field(repr=False, compare=False)
     # Legal but almost certainly a mistake (an outage outside the horizon); `validate` adds more.
     warnings: tuple[str, ...] = ()
+    now: int = 0  # the first slot that can still be planned; every free job's release is >= now
+    # [N, S] GPUs that jobs left out of this instance hold (see `residual.residual_instance`).
+    held: IntArray | None = field(default=None, repr=False, compare=False)
 
     @property
     def hours_per_slot(self) -> float:
@@ -141,8 +161,24 @@ class Instance:
 
     @cached_property
     def capacity(self) -> IntArray:
-        """[N, S] GPUs of each node at each slot: gpus_per_node while up, 0 while down."""
-        return self.node_gpus[:, None] * self.up
+        """[N, S] GPUs of each node at each slot: gpus_per_node while up, 0 while down, less the
+        GPUs `held` by placed jobs that a residual instance leaves out."""
+        out: IntArray = self.node_gpus[:, None] * self.up
+        return out if self.held is None else out - self.held
+
+    @cached_property
+    def whole(self) -> BoolArray:
+        """[N, S] the node is up and none of its GPUs is `held`: a whole-node gang may use it."""
+        return self.up if self.held is None else self.up & (self.held == 0)
+
+    @cached_property
+    def placed_gpus(self) -> IntArray:
+        """[N, S] GPUs that this instance's placed jobs hold."""
+        return _placed_gpus(self.jobs, (self.num_nodes, self.slots))
+
+    @property
+    def placed(self) -> tuple[Job, ...]:
+        return tuple(j for j in self.jobs if j.placed is not None)
 
     @cached_property
     def successors(self) -> tuple[tuple[int, ...], ...]:
@@ -195,6 +231,9 @@ class _Compiler:
         self.S = spec.horizon.slots
         self.slot_minutes = spec.horizon.slot_minutes
         self.start = horizon_start(spec)
+        self.now = 0
+        self.up_rows: BoolArray = np.ones((0, 0), dtype=np.bool_)
+        self.node_pools: list[int] = []
 
     def error(self, path: str, message: str) -> None:
         self.problems.append(f"{path}: {message}")
@@ -414,6 +453,13 @@ class _Compiler:
             if not placeable or release is None:
                 continue
             fastest = min(placeable.values())
+            placed = None
+            if j.placed is not None:
+                placed = self.placed(i, release, placeable, gangs, pools)
+                if placed is None:
+                    continue
+                placeable = {placed.pool: placeable[placed.pool]}
+                gangs = {placed.pool: gangs[placed.pool]}
             jobs.append(
                 Job(
                     index=i,
@@ -423,15 +469,164 @@ class _Compiler:
                     gpus=j.gpus,
                     durations=placeable,
                     gangs=gangs,
-                    release=release,
+                    # A placed job started (or will) at its placed start; nothing else can start
+                    # before now.
+                    release=placed.start if placed is not None else max(release, self.now),
                     deadline=deadline,
                     after=tuple(after),
                     work_hours=j.gpus * fastest * self.slot_minutes / 60,
+                    placed=placed,
                 )
             )
         if len(jobs) == len(self.spec.jobs):
             self.check_cycles(jobs)
+            self.check_placed(jobs, pools)
         return tuple(jobs)
+
+    def placed(
+        self,
+        i: int,
+        release: int,
+        durations: dict[int, int],
+        gangs: dict[int, Gang],
+        pools: tuple[Pool, ...],
+    ) -> Placed | None:
+        """A job's `placed:`, checked on its own: pool, times, nodes and the placement rule."""
+        j = self.spec.jobs[i]
+        spec = j.placed
+        assert spec is not None
+        path = f"jobs[{i}].placed"
+        pool = next((p for p in pools if p.name == spec.pool), None)
+        if pool is None:
+            self.error(f"{path}.pool", f"unknown pool {spec.pool!r}")
+            return None
+        if pool.index not in durations:
+            self.error(f"{path}.pool", f"job {j.id!r} may not run on pool {pool.name!r}")
+            return None
+        start = self.time(spec.start, f"{path}.start", round_up=False)
+        if start is None:
+            return None
+        end = start + durations[pool.index]
+        problems = len(self.problems)
+        if not 0 <= start < self.S:
+            self.error(f"{path}.start", f"slot {start} is outside the horizon [0, {self.S})")
+        elif start < release:
+            self.error(f"{path}.start", f"slot {start} is before the job's release ({release})")
+        if spec.end is not None:
+            given = self.time(spec.end, f"{path}.end", round_up=True)
+            if given is not None and given != end:
+                self.error(
+                    f"{path}.end",
+                    f"{given} is not start {start} + duration {durations[pool.index]} on "
+                    f"{pool.name} ({end})",
+                )
+        if end > self.S:
+            self.error(
+                f"{path}.start",
+                f"job {j.id!r} runs until slot {end}, past the horizon ({self.S} slots)",
+            )
+        if end <= self.now:
+            self.error(
+                f"{path}.start",
+                f"job {j.id!r} ended at slot {end}, before now ({self.now}): "
+                "leave finished jobs out of the instance",
+            )
+        gang = gangs[pool.index]
+        gpus: dict[int, tuple[int, ...]] = {}
+        for name, idx in spec.gpus.items():
+            n = pool.first_node + int(name.rsplit("-", 1)[1]) if _node_of(name, pool) else None
+            if n is None:
+                self.error(f"{path}.gpus", f"{name!r} is not a node of pool {pool.name!r}")
+                continue
+            if len(set(idx)) != len(idx) or max(idx, default=0) >= pool.gpus_per_node:
+                self.error(
+                    f"{path}.gpus.{name}",
+                    f"GPU indices {show(idx)} are not distinct indices in "
+                    f"0..{pool.gpus_per_node - 1}",
+                )
+                continue
+            gpus[n] = tuple(sorted(idx))
+        if len(self.problems) > problems:
+            return None
+        sizes = sorted({len(v) for v in gpus.values()})
+        if len(gpus) != gang.nodes or sizes != [gang.gpus_per_node]:
+            whole = f"{gang.nodes} whole nodes" if gang.nodes > 1 else "one node"
+            self.error(
+                f"{path}.gpus",
+                f"a gang of {j.gpus} GPUs on pool {pool.name} holds {gang.gpus_per_node} GPUs "
+                f"on each of {whole}; this holds {show({k: list(v) for k, v in spec.gpus.items()})}",
+            )
+            return None
+        for n in gpus:
+            down = np.flatnonzero(~self.up_rows[n, start:end])
+            if down.size:
+                self.error(
+                    f"{path}.gpus",
+                    f"job {j.id!r} runs on {pool.name}-{n - pool.first_node} while that node "
+                    f"is down (slots {_ranges((down + start).tolist())})",
+                )
+        return Placed(pool.index, start, end, gpus)
+
+    def check_placed(self, jobs: list[Job], pools: tuple[Pool, ...]) -> None:
+        """Placed jobs together: their predecessors are placed and end first, no GPU of a
+        started job is held twice, no node holds more than it has."""
+        for job in jobs:
+            if job.placed is None:
+                continue
+            for p in job.after:
+                pred = jobs[p]
+                if pred.placed is None:
+                    self.error(
+                        f"jobs[{job.index}].placed",
+                        f"job {job.id!r} runs after {pred.id!r}, which is not placed: a started "
+                        "job's predecessors have ended (leave them out of the instance) or are "
+                        "placed too",
+                    )
+                elif pred.placed.end > job.placed.start:
+                    self.error(
+                        f"jobs[{job.index}].placed.start",
+                        f"slot {job.placed.start} is before {pred.id!r} ends "
+                        f"(slot {pred.placed.end})",
+                    )
+        runs: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
+        count: dict[int, IntArray] = {}
+        for job in jobs:
+            if job.placed is None:
+                continue
+            a, b = job.placed.start, job.placed.end
+            for n, idx in job.placed.gpus.items():
+                row = count.setdefault(n, np.zeros(self.S, dtype=np.int64))
+                row[a:b] += len(idx)
+                if a < self.now:  # a started job holds these very GPUs
+                    for g in idx:
+                        runs.setdefault((n, g), []).append((a, b, job.id))
+        names = [f"{p.name}-{k}" for p in pools for k in range(p.nodes)]
+        for (n, g), items in runs.items():
+            items.sort()
+            for (_, b1, id1), (a2, _, id2) in itertools.pairwise(items):
+                if a2 < b1:
+                    self.error(
+                        "jobs",
+                        f"placed jobs {id1!r} and {id2!r} both hold GPU {g} of {names[n]} "
+                        f"at slot {a2}",
+                    )
+        gpus = {p.index: p.gpus_per_node for p in pools}
+        for n, row in count.items():
+            G = gpus[self.node_pools[n]]
+            over = np.flatnonzero(row > G)
+            if over.size:
+                holders = [
+                    job.id
+                    for job in jobs
+                    if job.placed is not None
+                    and n in job.placed.gpus
+                    and job.placed.start <= over[0] < job.placed.end
+                ]
+                self.error(
+                    "jobs",
+                    f"placed jobs {', '.join(map(repr, holders))} hold more than the {G} GPUs "
+                    f"of {names[n]} (slots {_ranges(over.tolist())})",
+                )
 
     def job_durations(self, i: int, by_name: dict[str, Pool]) -> dict[int, int]:
         j = self.spec.jobs[i]
@@ -488,18 +683,35 @@ class _Compiler:
                     stack.pop()
                     path.pop()
 
+    def parse_now(self) -> int:
+        if self.spec.now is None:
+            return 0
+        now = self.time(self.spec.now, "now", round_up=True)
+        if now is None:
+            return 0
+        if not 0 <= now < self.S:
+            self.error("now", f"slot {now} is outside the horizon [0, {self.S})")
+            return 0
+        return now
+
     def check_inference(
-        self, pools: tuple[Pool, ...], up: BoolArray, services: tuple[Service, ...]
+        self,
+        pools: tuple[Pool, ...],
+        up: BoolArray,
+        services: tuple[Service, ...],
+        held: IntArray,
     ) -> None:
-        """Every slot's required replicas must fit on the nodes that are up, with no batch work."""
+        """Every slot's required replicas must fit on the nodes that are up, beside the placed
+        jobs and no other batch work."""
         for pool in pools:
             members = [s for s in services if s.pool == pool.index]
             if not members:
                 continue
             short: dict[int, list[int]] = {s.index: [] for s in members}
             rows = up[pool.first_node : pool.first_node + pool.nodes]
+            taken = held[pool.first_node : pool.first_node + pool.nodes]
             for t in range(self.S):
-                free = rows[:, t].astype(np.int64) * pool.gpus_per_node
+                free = rows[:, t].astype(np.int64) * pool.gpus_per_node - taken[:, t]
                 demands = [(s.gpus_per_replica, int(s.req[t])) for s in members]
                 placed, _ = pack(free, demands)
                 for k, s in enumerate(members):
@@ -508,10 +720,15 @@ class _Compiler:
             for s in members:
                 if short[s.index]:
                     spec_index = [x.name for x in self.spec.services].index(s.name)
+                    beside = (
+                        "beside the placed jobs"
+                        if taken[:, short[s.index]].any()
+                        else "even with no batch work"
+                    )
                     self.error(
                         f"services[{spec_index}].demand",
                         f"service {s.name!r} needs more replicas than pool {pool.name!r} can "
-                        f"hold even with no batch work, at slots {_ranges(short[s.index])}",
+                        f"hold {beside}, at slots {_ranges(short[s.index])}",
                     )
 
     def build(self) -> Instance:
@@ -519,14 +736,17 @@ class _Compiler:
         if self.problems:
             raise InstanceError(self.problems)
         self.horizon()
+        self.now = self.parse_now()
         pools = self.pools()
         node_names = tuple(f"{p.name}-{i}" for p in pools for i in range(p.nodes))
         node_index = {n: i for i, n in enumerate(node_names)}
         up = self.up(pools, node_index)
+        self.up_rows = up
+        self.node_pools = [p.index for p in pools for _ in range(p.nodes)]
         services = self.services(pools)
         jobs = self.jobs(pools)
         if not self.problems:
-            self.check_inference(pools, up, services)
+            self.check_inference(pools, up, services, _placed_gpus(jobs, up.shape))
         if self.problems:
             raise InstanceError(self.problems)
         node_pool = np.array([p.index for p in pools for _ in range(p.nodes)], dtype=np.int64)
@@ -545,6 +765,7 @@ class _Compiler:
             jobs=jobs,
             spec=self.spec,
             warnings=tuple(self.warnings),
+            now=self.now,
         )
 
 
@@ -578,6 +799,27 @@ def earliest_starts(instance: Instance) -> list[int]:
             pred = instance.jobs[p]
             est[j] = max(est[j], est[p] + min(pred.durations.values()))
     return est
+
+
+def _placed_gpus(jobs: Sequence[Job], shape: tuple[int, int]) -> IntArray:
+    out = np.zeros(shape, dtype=np.int64)
+    for job in jobs:
+        if job.placed is not None:
+            for n, idx in job.placed.gpus.items():
+                out[n, job.placed.start : job.placed.end] += len(idx)
+    return out
+
+
+def _node_of(name: str, pool: Pool) -> bool:
+    """Whether `name` is a node of `pool`: `<pool>-<i>`, i written plainly, 0 <= i < nodes."""
+    prefix, _, k = name.rpartition("-")
+    return (
+        prefix == pool.name
+        and k.isascii()
+        and k.isdigit()
+        and str(int(k)) == k
+        and int(k) < pool.nodes
+    )
 
 
 def _ranges(slots: list[int]) -> str:

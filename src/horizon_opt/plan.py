@@ -137,6 +137,39 @@ class Metrics(BaseModel):
         return {key: value for key, value in data.items() if key in self.model_fields_set}
 
 
+class Churn(_Model):
+    """How a re-plan differs from the plan it replaces, so that people holding a promised start
+    learn what moved. Only promises still in the future (previous start >= `now`) of jobs still
+    in the instance are compared; `churn.churn` computes it."""
+
+    compared: Count = Field(
+        description="jobs of the instance that the previous plan assigned at or after now: "
+        "the base of the other counts"
+    )
+    moved: Count = Field(
+        description="compared jobs still assigned, but at another start or on another pool"
+    )
+    moved_gpu_hours: float = Field(
+        ge=0.0, description="sum over moved jobs of gpus * new duration * hours per slot"
+    )
+    mean_shift_hours: float = Field(
+        ge=0.0, description="mean over moved jobs of |new start - old start| in hours (0 if none)"
+    )
+    max_shift_hours: float = Field(
+        ge=0.0, description="max over moved jobs of |new start - old start| in hours (0 if none)"
+    )
+    later: Count = Field(description="moved jobs that now start later than promised")
+    dropped: Count = Field(description="compared jobs that the new plan leaves unscheduled")
+    broken: Count = Field(
+        description="compared jobs on time in the previous plan (end <= deadline, or no "
+        "deadline) that are now unscheduled or late"
+    )
+    new: Count = Field(
+        description="jobs the new plan assigns that the previous plan did not assign "
+        "(newly arrived, or unscheduled before)"
+    )
+
+
 class _DuplicateKeyError(Exception):
     """A JSON object names a key twice: readers disagree on which value counts."""
 
@@ -184,11 +217,16 @@ class Plan(_Model):
     inference: list[InferenceBlock] = Field(default_factory=list)
     unscheduled: list[Unscheduled] = Field(default_factory=list)
     metrics: Metrics = Field(default_factory=Metrics)
+    churn: Churn | None = Field(
+        default=None, description="what a re-plan changed against the previous plan (replan)"
+    )
 
     def to_json(self) -> str:
         """Strict JSON: a NaN or infinity (only code that skips validation can put one in) is a
-        bug to report, not output to write."""
+        bug to report, not output to write. `churn` is written only by re-plans."""
         data = self.model_dump(mode="json", exclude_none=False)
+        if data["churn"] is None:
+            del data["churn"]
         try:
             return json.dumps(data, indent=1, allow_nan=False) + "\n"
         except ValueError as exc:

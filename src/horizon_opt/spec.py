@@ -162,6 +162,17 @@ class ServiceSpec(_Model):
     ] = Field(description="Forecast replicas per slot (S numbers), or {csv, column}.")
 
 
+class PlacedSpec(_Model):
+    """Where a job already is: the shape of a plan assignment (`end` is optional)."""
+
+    pool: str
+    start: Time
+    end: Time | None = Field(default=None, description="If given, must be start + duration.")
+    gpus: dict[str, list[Annotated[int, Field(ge=0, lt=MAX_GPUS_PER_NODE)]]] = Field(
+        min_length=1, description="Node name -> GPU indices held."
+    )
+
+
 class JobSpec(_Model):
     id: str = Field(min_length=1)
     kind: JobKind = "other"
@@ -172,11 +183,17 @@ class JobSpec(_Model):
     release: Time = 0
     deadline: Time | None = None
     after: list[str] = Field(default_factory=list)
+    placed: PlacedSpec | None = Field(
+        default=None, description="A running job (start < now) or a held start; never moved."
+    )
 
 
 class InstanceSpec(_Model):
     name: str = Field(min_length=1)
     horizon: HorizonSpec
+    now: Time | None = Field(
+        default=None, description="First slot that can still be planned; before it is history."
+    )
     pools: list[PoolSpec] = Field(min_length=1)
     outages: list[OutageSpec] = Field(default_factory=list)
     services: list[ServiceSpec] = Field(default_factory=list)

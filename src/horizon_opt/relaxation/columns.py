@@ -89,16 +89,20 @@ def pool_free_gpus(instance: Instance) -> FloatArray:
 
 
 def whole_free_nodes(instance: Instance) -> FloatArray:
-    """[P, S] nodes that inference can leave entirely free: up - ceil(inference GPUs / G)."""
+    """[P, S] nodes that inference can leave entirely free: whole nodes - ceil(inference GPUs
+    that the GPUs left on partly held nodes cannot take / G)."""
     P, S = len(instance.pools), instance.slots
     inference = np.zeros((P, S))
     for sv in instance.services:
         inference[sv.pool] += sv.req * sv.gpus_per_replica
     out = np.zeros((P, S))
     for pool in instance.pools:
-        up = instance.up[pool.node_range.start : pool.node_range.stop].sum(axis=0)
+        rows = slice(pool.node_range.start, pool.node_range.stop)
+        whole = instance.whole[rows]
+        spare = np.where(whole, 0, instance.capacity[rows]).sum(axis=0)
         G = pool.gpus_per_node
-        out[pool.index] = np.maximum(up - np.ceil(inference[pool.index] / G - 1e-9), 0)
+        rest = np.maximum(inference[pool.index] - spare, 0)
+        out[pool.index] = np.maximum(whole.sum(axis=0) - np.ceil(rest / G - 1e-9), 0)
     return out
 
 

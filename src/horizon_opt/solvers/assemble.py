@@ -60,12 +60,17 @@ def drop_idle_late(instance: Instance, placements: Sequence[Placement]) -> list[
 
 
 def gpu_indices(
-    instance: Instance, placements: Sequence[Placement]
+    instance: Instance,
+    placements: Sequence[Placement],
+    fixed: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
 ) -> dict[int, dict[int, list[int]]]:
     """job -> node -> GPU indices, lowest free indices in start order on each node.
 
     `placements` are in the order the solver placed them, which breaks ties of equal start.
+    `fixed`: job -> node -> indices that a job already holds (it is running); every such job
+    must start before every other job, so the sweep hands out only what they leave.
     """
+    fixed = fixed or {}
     by_node: dict[int, list[Placement]] = defaultdict(list)
     for p in placements:
         for n in p.nodes:
@@ -78,7 +83,12 @@ def gpu_indices(
         # gets the lowest free indices).
         for p in sorted(items, key=lambda q: q.start):
             want = p.gpus_per_node(instance)
-            free = np.flatnonzero(busy_until <= p.start)[:want]
+            if p.job in fixed:
+                free = np.asarray(fixed[p.job][n], dtype=np.int64)
+                if (busy_until[free] > p.start).any():
+                    free = free[:0]
+            else:
+                free = np.flatnonzero(busy_until <= p.start)[:want]
             if len(free) < want:
                 raise RuntimeError(
                     f"internal error: node {instance.node_names[n]} over capacity at slot {p.start}"
@@ -121,6 +131,27 @@ def _iso(instance: Instance, slot: int) -> str | None:
     return None if when is None else when.isoformat().replace("+00:00", "Z")
 
 
+def assignments_of(
+    instance: Instance,
+    placements: Sequence[Placement],
+    fixed: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
+) -> list[Assignment]:
+    """The plan file's assignments, in start order, with concrete GPU indices."""
+    indices = gpu_indices(instance, placements, fixed)
+    return [
+        Assignment(
+            job=instance.jobs[p.job].id,
+            pool=instance.pools[p.pool].name,
+            start=p.start,
+            end=p.end(instance),
+            gpus={instance.node_names[n]: idx for n, idx in sorted(indices[p.job].items())},
+            start_time=_iso(instance, p.start),
+            end_time=_iso(instance, p.end(instance)),
+        )
+        for p in sorted(placements, key=lambda q: (q.start, q.job))
+    ]
+
+
 def build_plan(
     instance: Instance,
     solver: str,
@@ -134,19 +165,6 @@ def build_plan(
     build_seconds: float | None = None,
 ) -> Plan:
     """Assemble, evaluate and stamp a plan. Jobs not placed must have a reason in `reasons`."""
-    indices = gpu_indices(instance, placements)
-    assignments = [
-        Assignment(
-            job=instance.jobs[p.job].id,
-            pool=instance.pools[p.pool].name,
-            start=p.start,
-            end=p.end(instance),
-            gpus={instance.node_names[n]: idx for n, idx in sorted(indices[p.job].items())},
-            start_time=_iso(instance, p.start),
-            end_time=_iso(instance, p.end(instance)),
-        )
-        for p in sorted(placements, key=lambda q: (q.start, q.job))
-    ]
     placed = {p.job for p in placements}
     unscheduled = [
         Unscheduled(job=j.id, reason=reasons.get(j.index, "not scheduled"))
@@ -158,10 +176,22 @@ def build_plan(
         solver=solver,
         status=status,
         objective=0.0,
-        assignments=assignments,
+        assignments=assignments_of(instance, placements),
         inference=inference_blocks(instance, layout),
         unscheduled=unscheduled,
     )
+    return stamp(instance, draft, started=started, bound=bound, build_seconds=build_seconds)
+
+
+def stamp(
+    instance: Instance,
+    draft: Plan,
+    *,
+    started: float,
+    bound: float | None,
+    build_seconds: float | None,
+) -> Plan:
+    """The plan with its metrics, objective (pwo), proven bound and gap, and wall time."""
     metrics = evaluate(instance, draft)
     objective = metrics.pwo
     if bound is not None:

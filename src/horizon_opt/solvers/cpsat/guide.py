@@ -205,7 +205,7 @@ def gang_reservation(instance: Instance, guide: LpGuide, ranks: list[Rank]) -> I
         nodes = [
             q
             for q in pool.node_range
-            if instance.up[q, start:end].all() and not kept[q, start:end].any()
+            if instance.whole[q, start:end].all() and not kept[q, start:end].any()
         ]
         if len(nodes) >= n:
             nodes.sort(key=lambda q: -last_end[q])

@@ -1,0 +1,96 @@
+"""Placed jobs are not a solver's business: solvers plan the residual instance, and the placed
+jobs are put back into the plan afterwards.
+
+The residual instance leaves the placed jobs (running, or holding a promised start) out, takes
+their GPUs off the capacity (`Instance.held`), and turns each dependency on a placed job into a
+release at its end. Every solver, present and future, thereby honours placed jobs the same way,
+without a code path of its own for them; the checker verifies the merged plan on the full
+instance.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from horizon_opt.instance import Instance
+from horizon_opt.plan import Plan
+from horizon_opt.solvers.assemble import Placement, assignments_of, stamp
+from horizon_opt.solvers.options import Progress, SolveOptions
+
+
+def residual_instance(instance: Instance) -> Instance:
+    """The instance without its placed jobs, whose GPUs are taken (jobs are renumbered)."""
+    kept = [j for j in instance.jobs if j.placed is None]
+    renumber = {j.index: k for k, j in enumerate(kept)}
+    jobs = []
+    for k, job in enumerate(kept):
+        ends = [p.end for q in job.after if (p := instance.jobs[q].placed) is not None]
+        jobs.append(
+            replace(
+                job,
+                index=k,
+                release=max([job.release, *ends]),
+                after=tuple(renumber[q] for q in job.after if q in renumber),
+            )
+        )
+    return replace(instance, jobs=tuple(jobs), held=instance.placed_gpus)
+
+
+def placed_value(instance: Instance) -> float:
+    """What the placed jobs add to pwo: the value of those that end on time."""
+    return sum(
+        j.value
+        for j in instance.jobs
+        if j.placed is not None and j.placed.end <= j.latest_end(instance.slots)
+    )
+
+
+def with_placed(instance: Instance, plan: Plan, started: float) -> Plan:
+    """The residual instance's plan with the placed jobs put back: they keep pool, start and
+    nodes, and the GPU indices of those that have started; the others' indices are handed out
+    again around them."""
+    placements = [
+        Placement(j.index, j.placed.pool, j.placed.start, j.placed.nodes)
+        for j in instance.jobs
+        if j.placed is not None
+    ]
+    fixed = {
+        j.index: j.placed.gpus
+        for j in instance.jobs
+        if j.placed is not None and j.placed.start < instance.now
+    }
+    for a in plan.assignments:
+        nodes = tuple(sorted(instance.node_index[n] for n in a.gpus))
+        placements.append(
+            Placement(instance.job_index[a.job], instance.pool_index[a.pool], a.start, nodes)
+        )
+    draft = plan.model_copy(
+        update={
+            "instance": instance.name,
+            "assignments": assignments_of(instance, placements, fixed),
+        }
+    )
+    bound = None if plan.bound is None else plan.bound + placed_value(instance)
+    return stamp(instance, draft, started=started, bound=bound, build_seconds=plan.build_seconds)
+
+
+def solve_around_placed(
+    run: Callable[[Instance, SolveOptions], Plan], instance: Instance, options: SolveOptions
+) -> Plan:
+    """Run a solver on the residual instance and put the placed jobs back."""
+    if not any(j.placed is not None for j in instance.jobs):
+        return run(instance, options)
+    started = time.perf_counter()
+    offset = placed_value(instance)
+    report = options.on_progress
+    if report is not None:
+
+        def shifted(p: Progress) -> None:
+            bound = None if p.bound is None else p.bound + offset
+            report(Progress(p.elapsed, p.objective + offset, bound))
+
+        options = replace(options, on_progress=shifted)
+    plan = run(residual_instance(instance), options)
+    return with_placed(instance, plan, started)
