@@ -1,13 +1,14 @@
-"""The independent plan checker: FORMAT.md's six validity rules, written from the rules alone.
+"""The independent plan checker: FORMAT.md's seven validity rules, written from the rules alone.
 
-It reads only the compiled instance data (durations, release, nodes up, req) and the plan file.
+It reads only the compiled instance data (durations, release, now, placed jobs, nodes up, req)
+and the plan file.
 It deliberately shares no placement or reservation code with the solvers, so that a bug there
 cannot hide itself here.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -77,6 +78,7 @@ class _Checker:
         held = self.rule4_gpu_indices(valid)
         self.rule5_node_capacity(held)
         self.rule6_inference()
+        self.rule7_placed(valid)
         for rule, n in sorted(self.count.items()):
             if n > MAX_PER_RULE:
                 self.out.append(Violation(rule, f"... and {n - MAX_PER_RULE} more of this rule"))
@@ -109,12 +111,21 @@ class _Checker:
             a = self.plan.assignments[i]
             job = self.inst.jobs[self.inst.job_index[job_id]]
             pool_idx = self.inst.pool_index.get(a.pool)
+            if job.placed is not None and pool_idx != job.placed.pool:
+                continue  # rule 7 says it left its placed pool; its duration elsewhere is unknown
             if pool_idx is None or pool_idx not in job.durations:
                 self.report(2, f"job {job_id!r}: pool {a.pool!r} is not allowed for it")
                 continue
             pool = self.inst.pools[pool_idx]
             d = job.durations[pool_idx]
-            if a.start < job.release:
+            # A placed job's compiled release is its placed start, which rule 7 checks exactly.
+            # A free job may not start in the past, whatever its compiled release says; a
+            # negative start is reported on its own below.
+            if job.placed is None and 0 <= a.start < self.inst.now:
+                self.report(
+                    2, f"job {job_id!r}: starts at {a.start}, before now (slot {self.inst.now})"
+                )
+            elif job.placed is None and a.start < job.release:
                 self.report(
                     2, f"job {job_id!r}: starts at {a.start}, before its release {job.release}"
                 )
@@ -235,8 +246,11 @@ class _Checker:
             )
 
     def rule5_node_capacity(self, held: np.ndarray) -> None:
+        """Capacity is every physical GPU of a node that is up, computed here: `inst.capacity` of
+        a residual instance leaves out GPUs of placed jobs, which this plan holds itself."""
         inst = self.inst
         S = inst.slots
+        capacity = inst.node_gpus[:, None] * inst.up
         used = held.copy()
         for b in self.plan.inference:
             n = inst.node_index.get(b.node)
@@ -259,14 +273,14 @@ class _Checker:
             row = used[n, b.start : b.end]
             row += min(b.replicas * svc.gpus_per_replica, _CAP)
             np.minimum(row, _CAP, out=row)
-        over = used > inst.capacity
+        over = used > capacity
         for node in np.flatnonzero(over.any(axis=1)):
             n = int(node)
             t = int(np.flatnonzero(over[n])[0])
             state = "up" if inst.up[n, t] else "down"
             self.report(
                 5,
-                f"{inst.node_names[n]} uses more GPUs than it has at {_slots(over[n])} (slot {t}: {used[n, t]} used, {inst.capacity[n, t]} available, node {state})",
+                f"{inst.node_names[n]} uses more GPUs than it has at {_slots(over[n])} (slot {t}: {used[n, t]} used, {capacity[n, t]} available, node {state})",
             )
 
     def rule6_inference(self) -> None:
@@ -289,6 +303,56 @@ class _Checker:
                     6,
                     f"service {s.name!r} has fewer replicas than required at {_slots(short)} (slot {t}: {totals[s.name][t]} < {s.req[t]})",
                 )
+
+    def rule7_placed(self, assigned: dict[str, int]) -> None:
+        """A running job cannot be moved, and a reservation is a promise: both keep their pool,
+        slots and nodes. Only a reservation may take other GPU indices of its nodes, since it
+        holds none yet."""
+        inst = self.inst
+        left_out = Counter(u.job for u in self.plan.unscheduled)
+        in_assignments = {a.job for a in self.plan.assignments}
+        for job in inst.jobs:
+            p = job.placed
+            if p is None:
+                continue
+            started = p.start < inst.now
+            what = f"job {job.id!r} " + (
+                f"is placed (running since slot {p.start})"
+                if started
+                else f"holds a reserved start at slot {p.start}"
+            )
+            if job.id not in assigned:
+                if left_out[job.id] == 1 and job.id not in in_assignments:
+                    self.report(7, f"{what} but the plan leaves it unscheduled")
+                continue  # missing or listed twice: rule 1 says so
+            a = self.plan.assignments[assigned[job.id]]
+            pool = inst.pools[p.pool].name
+            if a.pool != pool:
+                self.report(
+                    7,
+                    f"{what} but the plan runs it on pool {a.pool!r}, not its placed pool {pool!r}",
+                )
+            if (a.start, a.end) != (p.start, p.end):
+                self.report(
+                    7,
+                    f"{what} but the plan runs it in slots [{a.start}, {a.end}), not its placed slots [{p.start}, {p.end})",
+                )
+            if a.pool != pool:
+                continue  # then its nodes differ too: the pool says it all
+            want = {inst.node_names[n]: idx for n, idx in p.gpus.items()}
+            if set(a.gpus) != set(want):
+                self.report(
+                    7,
+                    f"{what} but the plan puts it on nodes {', '.join(a.gpus)}, not its placed nodes {', '.join(want)}",
+                )
+            if not started:
+                continue
+            for node, idx in a.gpus.items():
+                if node in want and set(idx) != set(want[node]):
+                    self.report(
+                        7,
+                        f"{what} but the plan gives it GPUs {list(idx)} of {node}, not the GPUs {list(want[node])} it runs on",
+                    )
 
 
 def _other_instance(instance: Instance, plan: Plan) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,11 +15,12 @@ import typer
 from horizon_opt.check import check
 from horizon_opt.compare import compare_plans, format_comparison
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
+from horizon_opt.instance import Instance, duration_minutes
 from horizon_opt.io import load_instance
 from horizon_opt.metrics import evaluate
 from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.plan import Plan
+from horizon_opt.replan import DEFAULT_FREEZE_MINUTES, replan
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
 from horizon_opt.solvers.options import MAX_SEED, default_workers
 from horizon_opt.spec import InstanceSpec
@@ -216,6 +218,109 @@ def solve_cmd(
         with _input_errors(), writing("--output", output):
             plan.write(output)
     typer.echo(_summary(plan), err=to_stdout)
+    typer.echo(f"  plan written to {'standard output' if to_stdout else output}", err=to_stdout)
+
+
+def _freeze_slots(freeze: str, inst: Instance) -> int:
+    """--freeze as slots: a duration with a unit (2h, 90m) rounds up; a plain number is slots."""
+    text = freeze.strip()
+    if text.isascii() and text.isdigit():
+        return int(text)
+    minutes = duration_minutes(text)
+    if minutes is None:
+        raise InputError([f"--freeze: not a duration: {freeze!r} (use slots or e.g. 90m, 2h)"])
+    return math.ceil(minutes / inst.slot_minutes - 1e-9)
+
+
+def _churn_lines(plan: Plan) -> list[str]:
+    c = plan.churn
+    if c is None:
+        return []
+    return [
+        f"  promises compared / held        {c.compared} / {c.held}",
+        f"  moved (later)                   {c.moved} ({c.later}), {c.moved_gpu_hours:,.1f} "
+        f"GPU-hours, shift mean {c.mean_shift_hours:.2f} h, max {c.max_shift_hours:.2f} h",
+        f"  dropped / promises broken       {c.dropped} / {c.broken}",
+        f"  newly planned                   {c.new}",
+    ]
+
+
+@app.command("replan")
+def replan_cmd(
+    instance: Annotated[
+        Path,
+        typer.Argument(
+            help="The cluster's state: an instance with `now`, running jobs `placed`, finished "
+            "jobs left out (FORMAT.md).",
+            show_default=False,
+        ),
+    ],
+    previous: Annotated[
+        Path, typer.Option(help="The plan being replaced (its near starts are held).")
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Where to write the new plan (JSON); - writes it to standard output and the "
+            "summary to stderr.",
+            parser=_file_name,
+        ),
+    ],
+    solver: Annotated[str, typer.Option(help=f"One of:\n\n{SOLVER_LIST}")] = "cpsat",
+    freeze: Annotated[
+        str,
+        typer.Option(
+            help="Hold the previous plan's starts within this long after now (e.g. 2h, 90m, or "
+            "slots); 0 holds none."
+        ),
+    ] = f"{DEFAULT_FREEZE_MINUTES // 60}h",
+    time_limit: TimeLimit = 20.0,
+    workers: Workers = DEFAULT_WORKERS,
+    seed: Seed = 0,
+    log: Log = None,
+) -> None:
+    """Plan again from the cluster's state at `now`, starting from the previous plan; report
+    what moved (churn)."""
+    to_stdout = is_stdout(output)
+    with _input_errors():
+        if solver not in SOLVERS:
+            raise InputError(
+                [f"--solver: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}"]
+            )
+        check_outputs(
+            [Output("--output", output, stdout=True), *_log_outputs(log)],
+            [("the instance file", instance), ("the --previous plan", previous)],
+        )
+        inst = load_instance(instance)
+        before = Plan.read(previous)
+        slots = _freeze_slots(freeze, inst)
+        _warn(instance, inst)
+        if before.instance != inst.name:
+            typer.echo(
+                f"warning: the previous plan is for instance {before.instance!r}, "
+                f"not {inst.name!r}",
+                err=True,
+            )
+        result = replan(
+            inst,
+            before,
+            solver,
+            _options(time_limit, workers, seed, log, previous),
+            freeze_slots=slots,
+        )
+    for line in result.not_held:
+        typer.echo(f"warning: {line}", err=True)
+    plan = result.plan
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    if to_stdout:
+        typer.echo(plan.to_json(), nl=False)
+    else:
+        with _input_errors(), writing("--output", output):
+            plan.write(output)
+    typer.echo("\n".join([_summary(plan), *_churn_lines(plan)]), err=to_stdout)
     typer.echo(f"  plan written to {'standard output' if to_stdout else output}", err=to_stdout)
 
 

@@ -220,6 +220,14 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|h|d)\s*$")
 _UNIT_MINUTES = {"m": 1, "min": 1, "h": 60, "d": 1440}
 
 
+def duration_minutes(value: str) -> float | None:
+    """Minutes of a duration written with a unit (`90m`, `6h`, `1.5h`, `2d`), else None."""
+    match = _DURATION.match(value)
+    if match is None:
+        return None
+    return float(match.group(1)) * _UNIT_MINUTES[match.group(2)]
+
+
 class _Compiler:
     """Builds an `Instance`, collecting every problem instead of stopping at the first."""
 
@@ -282,11 +290,10 @@ class _Compiler:
         if isinstance(value, int):
             slots = value
         else:
-            match = _DURATION.match(value)
-            if match is None:
+            minutes = duration_minutes(value)
+            if minutes is None:
                 self.error(path, f"not a duration: {show(value)} (use slots or e.g. 90m, 6h, 2d)")
                 return None
-            minutes = float(match.group(1)) * _UNIT_MINUTES[match.group(2)]
             # Capped just past the limit before rounding: a number too long for a float is inf.
             minutes = min(minutes, (MAX_SLOTS + 1) * self.slot_minutes)
             slots = math.ceil(minutes / self.slot_minutes - 1e-9)

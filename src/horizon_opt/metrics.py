@@ -15,9 +15,13 @@ def on_time(instance: Instance, job_id: str, end: int) -> bool:
 
 
 def evaluate(instance: Instance, plan: Plan) -> Metrics:
-    """Metrics of a plan (assumed valid: run `check` first for a verdict)."""
+    """Metrics of a plan (assumed valid: run `check` first for a verdict).
+
+    With `now`, GPU-hours and utilization cover the slots from `now` on (before is history);
+    pwo, completed and waits count every assigned job, placed ones included."""
     h = instance.hours_per_slot
-    available = float(instance.capacity.sum()) * h
+    now = instance.now
+    available = float(instance.capacity[:, now:].sum()) * h
     batch = 0.0
     pwo = 0.0
     waits: list[float] = []
@@ -25,20 +29,20 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
     late = 0
     for a in plan.assignments:
         job = instance.jobs[instance.job_index[a.job]]
-        batch += job.gpus * (a.end - a.start) * h
+        batch += job.gpus * max(a.end - max(a.start, now), 0) * h
         if on_time(instance, a.job, a.end):
             pwo += job.value
             by_kind[job.kind] += 1
             waits.append((a.start - job.release) * h)
         else:
             late += 1
-    inference = sum(float(s.demand.sum()) * s.gpus_per_replica * h for s in instance.services)
+    inference = sum(float(s.demand[now:].sum()) * s.gpus_per_replica * h for s in instance.services)
     planned = {s.name: np.zeros(instance.slots) for s in instance.services}
     for b in plan.inference:
         if b.service in planned:
             planned[b.service][b.start : b.end] += b.replicas
     reserved_idle = sum(
-        float((planned[s.name] - s.demand).sum()) * s.gpus_per_replica * h
+        float((planned[s.name] - s.demand)[now:].sum()) * s.gpus_per_replica * h
         for s in instance.services
     )
     return Metrics(

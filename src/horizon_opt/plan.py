@@ -168,6 +168,11 @@ class Churn(_Model):
         description="jobs the new plan assigns that the previous plan did not assign "
         "(newly arrived, or unscheduled before)"
     )
+    held: Count = Field(
+        default=0,
+        description="jobs whose promised start fell in the freeze window and was held "
+        "(counted among the compared, never moved)",
+    )
 
 
 class _DuplicateKeyError(Exception):
