@@ -15,12 +15,15 @@ import typer
 from horizon_opt.check import check
 from horizon_opt.compare import compare_plans, format_comparison
 from horizon_opt.errors import InputError
+from horizon_opt.export.charts import save_figure
 from horizon_opt.instance import Instance, duration_minutes
-from horizon_opt.io import load_instance
+from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.metrics import evaluate
 from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.plan import Plan
 from horizon_opt.replan import DEFAULT_FREEZE_MINUTES, replan
+from horizon_opt.simulate import Noise, draw_world, policy, simulate
+from horizon_opt.simulate.report import format_table, plot_realized, to_csv
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
 from horizon_opt.solvers.options import MAX_SEED, default_workers
 from horizon_opt.spec import InstanceSpec
@@ -221,14 +224,14 @@ def solve_cmd(
     typer.echo(f"  plan written to {'standard output' if to_stdout else output}", err=to_stdout)
 
 
-def _freeze_slots(freeze: str, inst: Instance) -> int:
-    """--freeze as slots: a duration with a unit (2h, 90m) rounds up; a plain number is slots."""
-    text = freeze.strip()
+def _freeze_slots(value: str, inst: Instance, option: str = "--freeze") -> int:
+    """A time option as slots: a duration with a unit (2h, 90m) rounds up; a number is slots."""
+    text = value.strip()
     if text.isascii() and text.isdigit():
         return int(text)
     minutes = duration_minutes(text)
     if minutes is None:
-        raise InputError([f"--freeze: not a duration: {freeze!r} (use slots or e.g. 90m, 2h)"])
+        raise InputError([f"{option}: not a duration: {value!r} (use slots or e.g. 90m, 2h)"])
     return math.ceil(minutes / inst.slot_minutes - 1e-9)
 
 
@@ -322,6 +325,81 @@ def replan_cmd(
             plan.write(output)
     typer.echo("\n".join([_summary(plan), *_churn_lines(plan)]), err=to_stdout)
     typer.echo(f"  plan written to {'standard output' if to_stdout else output}", err=to_stdout)
+
+
+@app.command("simulate")
+def simulate_cmd(
+    instance: InstanceArg,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output folder (results.csv, summary.md, realized.png).",
+            parser=_file_name,
+        ),
+    ],
+    policies: Annotated[
+        str,
+        typer.Option(
+            "--policy",
+            help="Comma-separated: solvers (fifo and backfill online, greedy and cpsat "
+            "re-planning), or <solver>-open for a solver's one plan executed open loop.",
+        ),
+    ] = "fifo,backfill,greedy,cpsat,cpsat-open",
+    replan_every: Annotated[
+        str, typer.Option(help="Time between full re-plans of greedy and cpsat (e.g. 2h).")
+    ] = "2h",
+    freeze: Annotated[
+        str, typer.Option(help="Each re-plan holds the previous plan's starts this far ahead.")
+    ] = f"{DEFAULT_FREEZE_MINUTES // 60}h",
+    noise: Annotated[
+        str,
+        typer.Option(
+            help="The actual world: early=SHARE,fail=SHARE,demand=SIGMA (see docs/simulate.md); "
+            "none for the planners' own estimates."
+        ),
+    ] = str(Noise()),
+    seed: Seed = 0,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", "-t", help="Seconds per cpsat plan.", min=0.1)
+    ] = 20.0,
+    workers: Workers = DEFAULT_WORKERS,
+    charts: Annotated[bool, typer.Option(help="Write realized.png.")] = True,
+) -> None:
+    """Replay policies over the horizon against an actual world (jobs end early or fail,
+    demand strays from the forecast): what each policy really realizes."""
+    with _input_errors():
+        files = ("results.csv", "summary.md", *(("realized.png",) if charts else ()))
+        check_outputs(
+            [Output("--out", out, kind="folder", files=files)], [("the instance file", instance)]
+        )
+        inst = load_instance(instance)
+        world_noise = Noise.parse(noise)
+        every = max(1, _freeze_slots(replan_every, inst, "--replan-every"))
+        hold = _freeze_slots(freeze, inst, "--freeze")
+        chosen = [policy(name.strip(), every, hold) for name in policies.split(",") if name.strip()]
+        if not chosen:
+            raise InputError(["--policy: name at least one policy"])
+        _warn(instance, inst)
+    world = draw_world(inst, world_noise, seed)
+    options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed)
+    replays = []
+    for p in chosen:
+        typer.echo(f"replaying {p.name} ...", err=True)
+        replays.extend(simulate(inst, [p], world, options))
+    table = format_table(replays)
+    summary = (
+        f"# {inst.name}: closed-loop replay\n\nworld: {world_noise}, seed {seed}; re-plan every "
+        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan\n\n{table}\n"
+    )
+    with _input_errors(), writing("--out", out):
+        write_atomic(out / "results.csv", to_csv(replays))
+        write_atomic(out / "summary.md", summary)
+        if charts:
+            save_figure(plot_realized(inst, replays), out / "realized.png")
+    typer.echo(summary)
+    typer.echo(f"written: {', '.join(str(out / f) for f in files)}")
 
 
 @app.command("check")

@@ -73,7 +73,7 @@ _POOL_GAP = 1.0  # height of the pool header above each group of rows
 # -- shared helpers ----------------------------------------------------------------------------
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -254,7 +254,7 @@ def plot_gantt(instance: Instance, plan: Plan, ax: Axes | None = None) -> Figure
     own = ax is None
     if ax is None:
         per_row = min(0.5, max(0.16, 9.0 / len(groups)))
-        fig = _new_figure(WIDTH_IN, 1.6 + per_row * rows.height)
+        fig = new_figure(WIDTH_IN, 1.6 + per_row * rows.height)
         ax = fig.add_subplot()
     figure = ax.get_figure(root=True)
     assert figure is not None
@@ -544,7 +544,7 @@ def plot_utilization(
     own = ax is None
     axes: list[Axes]
     if ax is None:
-        fig = _new_figure(WIDTH_IN, 1.3 + 2.7 * len(selected))
+        fig = new_figure(WIDTH_IN, 1.3 + 2.7 * len(selected))
         first = fig.add_subplot(len(selected), 1, 1)
         axes = [first] + [
             fig.add_subplot(len(selected), 1, k + 1, sharex=first) for k in range(1, len(selected))

@@ -1,0 +1,366 @@
+"""The closed-loop replay: a policy plans from what it knows, the actual world happens.
+
+Slot by slot over the horizon: jobs that reach their real end leave (a failed job earns nothing,
+and the jobs that wait for it are cancelled); the policy decides when it is due (see `Policy`);
+inference takes what it really needs, first from the reserved replicas, then from free GPUs,
+then by preempting the lowest-value batch jobs on its pool (they lose their progress and wait
+again), and what it still cannot get is SLO shortfall; then the jobs the plan starts at this slot
+start, if their GPUs are still free. Planners see only the jobs released so far, the running
+jobs as placed, and the demand forecast.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+
+from horizon_opt.errors import InstanceError
+from horizon_opt.instance import Instance, IntArray, compile_instance, topological_order
+from horizon_opt.plan import Plan
+from horizon_opt.replan import replan
+from horizon_opt.simulate.policy import Policy
+from horizon_opt.simulate.world import World
+from horizon_opt.solvers import SolveOptions, solve
+from horizon_opt.spec import InstanceSpec, PlacedSpec
+
+
+@dataclass
+class _Run:
+    job: int
+    pool: int
+    start: int
+    end: int  # real end (early, or at the estimate)
+    gpus: dict[int, tuple[int, ...]]  # node -> GPU indices
+    fails: bool
+
+
+@dataclass
+class Replay:
+    """What one policy realized in one world."""
+
+    policy: str
+    planned_pwo: float | None  # open loop: the pwo its plan promised; else None
+    realized_pwo: float  # jobs that really ended, successfully and on time
+    realized_utilization: float  # batch GPU-slots run + inference demand served, over capacity
+    completed: int
+    failed: int
+    cancelled: int  # waited for a job that failed
+    preemptions: int
+    lost_gpu_hours: float  # work that preempted jobs lost
+    slo_short_replica_hours: float  # inference demand that found no replica
+    slo_short_share: float  # of all inference demand (replica-hours)
+    decisions: int  # plans made (full re-plans and fills)
+    replans: int  # full re-plans (the policy's solver)
+    mean_moved: float  # jobs moved per full re-plan (churn against the plan before)
+    solver_seconds: float  # total wall time of the plans
+    max_solver_seconds: float
+    realized_by_slot: list[float] = field(default_factory=list)  # cumulative realized pwo
+
+
+class _Replayer:
+    def __init__(
+        self,
+        instance: Instance,
+        world: World,
+        policy: Policy,
+        options: SolveOptions,
+        on_decision: Callable[[str], None] | None,
+    ) -> None:
+        if instance.now or any(j.placed is not None for j in instance.jobs):
+            raise InstanceError(
+                ["simulate starts from an empty cluster: the instance has `now` or placed jobs"]
+            )
+        self.inst = instance
+        self.world = world
+        self.policy = policy
+        self.options = options
+        self.on_decision = on_decision
+        self.demands = {s.index: s.demand.tolist() for s in instance.services}
+        self.running: dict[int, _Run] = {}
+        self.done: set[int] = set()  # ended successfully
+        self.gone: set[int] = set()  # ended: done, failed or cancelled
+        self.failed = self.cancelled = self.preemptions = 0
+        self.lost = 0.0
+        self.realized = 0.0
+        self.plan: Plan | None = None
+        self.decisions = self.replans = 0
+        self.moved: list[int] = []
+        self.seconds: list[float] = []
+        self.planned_pwo: float | None = None
+        self.starts: dict[int, list[int]] = {}  # slot -> job indices the plan starts then
+        self.plan_gpus: dict[int, tuple[int, dict[int, tuple[int, ...]]]] = {}
+        self.reserved: IntArray = np.zeros((instance.num_nodes, instance.slots), dtype=np.int64)
+        self.replicas: dict[int, IntArray] = {}  # service -> [S] reserved replicas
+        self.extra: IntArray = np.zeros(instance.num_nodes, dtype=np.int64)  # at this slot
+
+    # -- the state the planner sees --------------------------------------------------------------
+
+    def known(self, t: int) -> list[int]:
+        """Jobs released by `t` (all of them when planning open loop) that have not ended, and
+        whose predecessors are known too."""
+        out: set[int] = set()
+        for j in topological_order(self.inst):
+            job = self.inst.jobs[j]
+            if j in self.gone or (job.release > t and not self.policy.open_loop):
+                continue
+            if all(p in out or p in self.done for p in job.after):
+                out.add(j)
+        return sorted(out)
+
+    def state(self, t: int) -> Instance:
+        spec: InstanceSpec = self.inst.spec
+        keep = set(self.known(t))
+        jobs = []
+        for k, js in enumerate(spec.jobs):
+            if k not in keep:
+                continue
+            update: dict[str, object] = {}
+            after = [a for a in js.after if self.inst.job_index[a] not in self.done]
+            if after != js.after:
+                update["after"] = after
+            run = self.running.get(k)
+            if run is not None:
+                names = self.inst.node_names
+                update["placed"] = PlacedSpec(
+                    pool=self.inst.pools[run.pool].name,
+                    start=run.start,
+                    gpus={names[n]: list(g) for n, g in run.gpus.items()},
+                )
+            jobs.append(js.model_copy(update=update) if update else js)
+        state_spec = spec.model_copy(update={"jobs": jobs, "now": t})
+        try:
+            return compile_instance(state_spec, self.demands)
+        except InstanceError as exc:  # the replay only builds states that its plans allow
+            raise RuntimeError(
+                f"internal error: the state at slot {t} does not compile: {exc}"
+            ) from exc
+
+    # -- deciding --------------------------------------------------------------------------------
+
+    def decide(self, t: int, due: bool) -> None:
+        started = time.perf_counter()
+        state = self.state(t)
+        full = due or self.plan is None or self.policy.online
+        if not full:  # between re-plans: hold every promise, place the rest into the gaps
+            assert self.plan is not None
+            plan = replan(state, self.plan, "greedy", self.options, freeze_slots=self.inst.slots)
+            new = plan.plan
+        elif self.plan is not None and not self.policy.online:
+            result = replan(
+                state, self.plan, self.policy.solver, self.options, freeze_slots=self.policy.freeze
+            )
+            new = result.plan
+            if new.churn is not None:
+                self.moved.append(new.churn.moved)
+        else:
+            new = solve(state, self.policy.solver, self.options)
+        self.seconds.append(time.perf_counter() - started)
+        self.decisions += 1
+        self.replans += full
+        if self.planned_pwo is None:
+            self.planned_pwo = new.objective
+        if self.on_decision is not None:
+            self.on_decision(f"slot {t}: {new.solver} pwo {new.objective:,.1f}")
+        self.adopt(new, t)
+
+    def adopt(self, plan: Plan, t: int) -> None:
+        """Take a plan: its starts from `t` on and its inference reservation."""
+        self.plan = plan
+        inst = self.inst
+        self.starts = defaultdict(list)
+        self.plan_gpus = {}
+        for a in plan.assignments:
+            j = inst.job_index[a.job]
+            if j in self.running or a.start < t:
+                continue
+            self.starts[a.start].append(j)
+            gpus = {inst.node_index[n]: tuple(g) for n, g in a.gpus.items()}
+            self.plan_gpus[j] = (inst.pool_index[a.pool], gpus)
+        self.reserved = np.zeros((inst.num_nodes, inst.slots), dtype=np.int64)
+        self.replicas = {s.index: np.zeros(inst.slots, dtype=np.int64) for s in inst.services}
+        by_name = {s.name: s for s in inst.services}
+        for b in plan.inference:
+            s = by_name[b.service]
+            n = inst.node_index[b.node]
+            self.reserved[n, b.start : b.end] += b.replicas * s.gpus_per_replica
+            self.replicas[s.index][b.start : b.end] += b.replicas
+
+    # -- the world -------------------------------------------------------------------------------
+
+    def end_jobs(self, t: int) -> bool:
+        ended = [j for j, r in self.running.items() if r.end == t]
+        for j in ended:
+            run = self.running.pop(j)
+            job = self.inst.jobs[j]
+            self.gone.add(j)
+            if run.fails:
+                self.failed += 1
+                self.cancel_after(j)
+            else:
+                self.done.add(j)
+                if job.deadline is None or run.end <= job.deadline:
+                    self.realized += job.value
+        return bool(ended)
+
+    def cancel_after(self, j: int) -> None:
+        for s in self.inst.successors[j]:
+            if s not in self.gone:
+                self.gone.add(s)
+                self.cancelled += 1
+                self.cancel_after(s)
+
+    def batch_gpus(self) -> IntArray:
+        used = np.zeros(self.inst.num_nodes, dtype=np.int64)
+        for r in self.running.values():
+            for n, g in r.gpus.items():
+                used[n] += len(g)
+        return used
+
+    def serve_inference(self, t: int) -> tuple[float, float, float, bool]:
+        """Inference at `t`: the reserved replicas first, then free GPUs, then preemption.
+
+        Returns (GPUs serving demand, replicas of demand, replicas of demand short, whether a
+        job was preempted)."""
+        serving = demand = short = 0.0
+        preempted = False
+        self.extra = np.zeros(self.inst.num_nodes, dtype=np.int64)
+        for s in self.inst.services:
+            actual = float(self.world.demand[s.index][t])
+            need = math.ceil(actual - 1e-9)
+            missing = max(need - int(self.replicas[s.index][t]), 0)
+            rows = list(self.inst.pools[s.pool].node_range)
+            while missing > 0:
+                free = (
+                    self.inst.capacity[rows, t]
+                    - self.batch_gpus()[rows]
+                    - self.reserved[rows, t]
+                    - self.extra[rows]
+                )
+                for k, n in enumerate(rows):
+                    fit = min(int(free[k]) // s.gpus_per_replica, missing)
+                    self.extra[n] += fit * s.gpus_per_replica
+                    missing -= fit
+                if missing == 0 or not self.preempt_one(s.pool, t):
+                    break
+                preempted = True
+            got = min(actual, need - missing)
+            serving += got * s.gpus_per_replica
+            demand += actual
+            short += actual - got
+        return serving, demand, short, preempted
+
+    def preempt_one(self, pool: int, t: int) -> bool:
+        """Stop the lowest-value running job on `pool` (latest start first among equals)."""
+        on_pool = [j for j, r in self.running.items() if r.pool == pool]
+        if not on_pool:
+            return False
+        j = min(on_pool, key=lambda k: (self.inst.jobs[k].value, -self.running[k].start, k))
+        run = self.running.pop(j)
+        job = self.inst.jobs[j]
+        self.preemptions += 1
+        self.lost += job.gpus * (t - run.start) * self.inst.hours_per_slot
+        return True
+
+    def start_jobs(self, t: int) -> bool:
+        """Start what the plan starts at `t`; returns whether a start was blocked."""
+        blocked = False
+        used = self.batch_gpus()
+        held: dict[int, set[int]] = defaultdict(set)
+        for r in self.running.values():
+            for n, g in r.gpus.items():
+                held[n].update(g)
+        for j in self.starts.get(t, []):
+            if j in self.gone or j in self.running:
+                continue
+            job = self.inst.jobs[j]
+            pool, gpus = self.plan_gpus[j]
+            ready = all(p in self.done for p in job.after)
+            fits = all(
+                not held[n] & set(g)
+                and used[n] + len(g) + self.reserved[n, t] + self.extra[n]
+                <= self.inst.capacity[n, t]
+                for n, g in gpus.items()
+            )
+            if not (ready and fits):
+                blocked = True
+                continue
+            estimate = job.durations[pool]
+            real = self.world.run_slots(job.id, estimate)
+            self.running[j] = _Run(j, pool, t, t + real, dict(gpus), job.id in self.world.fails)
+            for n, g in gpus.items():
+                used[n] += len(g)
+                held[n].update(g)
+        return blocked
+
+    def run(self) -> Replay:
+        inst, policy = self.inst, self.policy
+        batch = serving = available = demand = short = 0.0
+        releases = {j.release for j in inst.jobs}
+        event = True
+        by_slot: list[float] = []
+        for t in range(inst.slots):
+            event |= self.end_jobs(t)
+            event |= t in releases
+            due = policy.due(t)
+            if due or (event and not policy.open_loop):
+                self.decide(t, due)
+            served, wanted, missing, preempted = self.serve_inference(t)
+            blocked = self.start_jobs(t)
+            event = preempted or blocked
+            batch += float(self.batch_gpus().sum())
+            serving += served
+            available += float(inst.capacity[:, t].sum())
+            demand += wanted
+            short += missing
+            by_slot.append(self.realized)
+        return Replay(
+            policy=policy.name,
+            planned_pwo=self.planned_pwo if policy.open_loop else None,
+            realized_pwo=self.realized,
+            realized_utilization=(batch + serving) / available if available else 0.0,
+            completed=len(self.done),
+            failed=self.failed,
+            cancelled=self.cancelled,
+            preemptions=self.preemptions,
+            lost_gpu_hours=self.lost,
+            slo_short_replica_hours=short * inst.hours_per_slot,
+            slo_short_share=short / demand if demand else 0.0,
+            decisions=self.decisions,
+            replans=self.replans,
+            mean_moved=float(np.mean(self.moved)) if self.moved else 0.0,
+            solver_seconds=float(sum(self.seconds)),
+            max_solver_seconds=max(self.seconds, default=0.0),
+            realized_by_slot=by_slot,
+        )
+
+
+def replay(
+    instance: Instance,
+    world: World,
+    policy: Policy,
+    options: SolveOptions | None = None,
+    on_decision: Callable[[str], None] | None = None,
+) -> Replay:
+    """Replay `policy` on `instance` in `world`, from an empty cluster at slot 0."""
+    return _Replayer(instance, world, policy, options or SolveOptions(), on_decision).run()
+
+
+def simulate(
+    instance: Instance,
+    policies: Sequence[Policy],
+    world: World,
+    options: SolveOptions | None = None,
+    on_decision: Callable[[str, str], None] | None = None,
+) -> list[Replay]:
+    """Replay every policy in the same world (`on_decision(policy, line)` after each plan)."""
+    out = []
+    for p in policies:
+        report = None if on_decision is None else partial(on_decision, p.name)
+        out.append(replay(instance, world, p, options, report))
+    return out

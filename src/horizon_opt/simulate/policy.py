@@ -1,0 +1,56 @@
+"""Policies a replay compares: a solver, and when it plans.
+
+- online (`fifo`, `fifo-elastic`, `backfill`, `backfill-static`): plans at every event (a job
+  ends, arrives, is preempted or cannot start), as a Slurm scheduler reacts;
+- periodic (`greedy`, `cpsat`): a full re-plan every `every` slots, holding the previous plan's
+  starts within `freeze` slots; at events in between, a fill that holds every promised start
+  and places the jobs left over (new arrivals, early ends) into the gaps, with greedy;
+- open loop (`<solver>-open`): one plan at slot 0 that knows every job of the horizon (the
+  planner's perfect-knowledge number), executed without re-planning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from horizon_opt.errors import InputError
+from horizon_opt.solvers import SOLVERS
+
+ONLINE = ("fifo", "fifo-elastic", "backfill", "backfill-static")
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    solver: str
+    every: int | None  # slots between full re-plans (periodic); None: online or open loop
+    freeze: int = 0  # slots of the previous plan's starts that a re-plan holds
+    open_loop: bool = False
+
+    @property
+    def online(self) -> bool:
+        return self.every is None and not self.open_loop
+
+    def due(self, t: int) -> bool:
+        """Whether a full plan is due at slot `t` (online policies plan at events instead)."""
+        if self.open_loop:
+            return t == 0
+        return self.every is not None and t % self.every == 0
+
+
+def policy(name: str, every: int, freeze: int) -> Policy:
+    """The policy called `name` (a solver, or `<solver>-open`)."""
+    open_loop = name.endswith("-open")
+    solver = name.removesuffix("-open")
+    if solver not in SOLVERS:
+        raise InputError(
+            [
+                f"--policy: unknown policy {name!r}; use a solver ({', '.join(SOLVERS)}), "
+                "or <solver>-open for its open-loop plan"
+            ]
+        )
+    if open_loop:
+        return Policy(name, solver, None, open_loop=True)
+    if solver in ONLINE:
+        return Policy(name, solver, None)
+    return Policy(name, solver, every, freeze)

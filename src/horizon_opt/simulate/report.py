@@ -1,0 +1,87 @@
+"""A replay's results as rows, a table relative to the online baselines, a CSV and a chart."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from horizon_opt.export.charts import new_figure
+from horizon_opt.instance import Instance
+from horizon_opt.simulate.engine import Replay
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+BASELINES = ("fifo", "backfill")  # realized pwo is also given relative to these, when replayed
+
+
+def rows(replays: Sequence[Replay]) -> list[dict[str, Any]]:
+    """One flat row per policy (no per-slot series), with pwo relative to the baselines."""
+    realized = {r.policy: r.realized_pwo for r in replays}
+    out = []
+    for r in replays:
+        row = {k: v for k, v in asdict(r).items() if k != "realized_by_slot"}
+        for base in BASELINES:
+            if base in realized and realized[base] > 0:
+                row[f"vs_{base}"] = r.realized_pwo / realized[base] - 1
+        out.append(row)
+    return out
+
+
+def to_csv(replays: Sequence[Replay]) -> str:
+    table = rows(replays)
+    names = list(dict.fromkeys(k for row in table for k in row))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(table)
+    return buf.getvalue()
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:+.1f}%"
+
+
+def format_table(replays: Sequence[Replay]) -> str:
+    """A markdown table: what each policy realized, and what its plans cost to make."""
+    head = (
+        "| policy | planned pwo | realized pwo | vs fifo | vs backfill | utilization | "
+        "preemptions (GPU-h lost) | SLO short | moved / re-plan | plans | solver s |"
+    )
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for row, r in zip(rows(replays), replays, strict=True):
+        planned = "-" if r.planned_pwo is None else f"{r.planned_pwo:,.0f}"
+        lines.append(
+            f"| {r.policy} | {planned} | {r.realized_pwo:,.0f} | {_pct(row.get('vs_fifo'))} | "
+            f"{_pct(row.get('vs_backfill'))} | {100 * r.realized_utilization:.1f}% | "
+            f"{r.preemptions} ({r.lost_gpu_hours:,.0f}) | {100 * r.slo_short_share:.2f}% | "
+            f"{r.mean_moved:.1f} | {r.decisions} | {r.solver_seconds:,.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def plot_realized(instance: Instance, replays: Sequence[Replay], ax: Axes | None = None) -> Figure:
+    """Cumulative realized pwo over the horizon, one line per policy; an open-loop policy's
+    planned pwo as a dotted level, so the reader sees how much of it was realized."""
+    if ax is None:
+        fig = new_figure(9.0, 4.5)
+        ax = fig.add_subplot(1, 1, 1)
+    else:
+        fig = ax.get_figure()  # type: ignore[assignment]
+    hours = [t * instance.hours_per_slot for t in range(1, instance.slots + 1)]
+    for r in replays:
+        (line,) = ax.plot(hours, r.realized_by_slot, label=f"{r.policy} (realized)")
+        if r.planned_pwo is not None:
+            ax.axhline(
+                r.planned_pwo, linestyle=":", color=line.get_color(), label=f"{r.policy} (planned)"
+            )
+    ax.set_xlabel("hours into the horizon")
+    ax.set_ylabel("pwo of jobs ended on time")
+    ax.set_title(f"{instance.name}: realized pwo over time")
+    ax.legend(loc="upper left", fontsize="small")
+    ax.grid(alpha=0.3)
+    return fig
