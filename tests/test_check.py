@@ -1,4 +1,4 @@
-"""The independent checker: a valid hand-written plan passes, and each of FORMAT.md's six validity
+"""The independent checker: a valid hand-written plan passes, and each of FORMAT.md's validity
 rules catches a plan that breaks it, with the rule number and a message that says what is wrong.
 
 The valid plan for TINY is drawn slot by slot in conftest.py (`tiny_plan_data`).
@@ -156,7 +156,7 @@ def test_check_says_when_the_plan_names_another_instance(
 
 
 def test_a_renamed_but_valid_plan_stays_valid(tiny: Instance, tiny_plan_dict: Data) -> None:
-    # The six rules do not look at the name: the checker only says the name differs.
+    # The rules do not look at the name: the checker only says the name differs.
     tiny_plan_dict["instance"] = "tiny-v2"
     violations = check(tiny, Plan.parse(tiny_plan_dict))
     assert violations == [] and violations.total == 0

@@ -381,6 +381,13 @@ def simulate_cmd(
         chosen = [policy(name.strip(), every, hold) for name in policies.split(",") if name.strip()]
         if not chosen:
             raise InputError(["--policy: name at least one policy"])
+        if inst.now or inst.placed:
+            raise InputError(
+                [
+                    f"{instance}: simulate replays a horizon from an empty cluster: leave out `now` "
+                    "and `placed`"
+                ]
+            )
         _warn(instance, inst)
     world = draw_world(inst, world_noise, seed)
     options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed)

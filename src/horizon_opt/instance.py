@@ -8,7 +8,6 @@ path (`jobs[3].duration.h100: ...`), as FORMAT.md requires.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -103,6 +102,17 @@ class Placed:
 
 
 @dataclass(frozen=True)
+class Promise:
+    """A start that a previous plan promised (see `replan`'s stability weight): a plan that keeps
+    the job on `pool` at `start`, on time, earns `bonus` on top of its value, so a move must gain
+    more than that to be worth it."""
+
+    pool: int
+    start: int
+    bonus: float
+
+
+@dataclass(frozen=True)
 class Job:
     index: int
     id: str
@@ -116,6 +126,7 @@ class Job:
     after: tuple[int, ...]  # job indices
     work_hours: float  # gpus * fastest duration * hours per slot
     placed: Placed | None = None  # then `durations` and `gangs` hold only its pool
+    promise: Promise | None = None  # set by a re-plan with a stability weight, never by a file
 
     @property
     def value(self) -> float:
@@ -465,7 +476,7 @@ class _Compiler:
                 placed = self.placed(i, release, placeable, gangs, pools)
                 if placed is None:
                     continue
-                placeable = {placed.pool: placeable[placed.pool]}
+                placeable = {placed.pool: placed.end - placed.start}
                 gangs = {placed.pool: gangs[placed.pool]}
             jobs.append(
                 Job(
@@ -515,18 +526,18 @@ class _Compiler:
             return None
         end = start + durations[pool.index]
         problems = len(self.problems)
+        # The release as the slot it falls in: a job started at its mid-slot release is fine.
+        released = self.time(j.release, f"jobs[{i}].release", round_up=False)
         if not 0 <= start < self.S:
             self.error(f"{path}.start", f"slot {start} is outside the horizon [0, {self.S})")
-        elif start < release:
+        elif released is not None and start < released:
             self.error(f"{path}.start", f"slot {start} is before the job's release ({release})")
-        if spec.end is not None:
+        if spec.end is not None:  # the expected end, when known better than the estimate
             given = self.time(spec.end, f"{path}.end", round_up=True)
-            if given is not None and given != end:
-                self.error(
-                    f"{path}.end",
-                    f"{given} is not start {start} + duration {durations[pool.index]} on "
-                    f"{pool.name} ({end})",
-                )
+            if given is not None and given <= start:
+                self.error(f"{path}.end", f"slot {given} is not after start {start}")
+            elif given is not None:
+                end = given
         if end > self.S:
             self.error(
                 f"{path}.start",
@@ -535,7 +546,7 @@ class _Compiler:
         if end <= self.now:
             self.error(
                 f"{path}.start",
-                f"job {j.id!r} ended at slot {end}, before now ({self.now}): "
+                f"job {j.id!r} ended at slot {end}, at or before now ({self.now}): "
                 "leave finished jobs out of the instance",
             )
         gang = gangs[pool.index]
@@ -610,13 +621,16 @@ class _Compiler:
         names = [f"{p.name}-{k}" for p in pools for k in range(p.nodes)]
         for (n, g), items in runs.items():
             items.sort()
-            for (_, b1, id1), (a2, _, id2) in itertools.pairwise(items):
-                if a2 < b1:
+            last_end, last_id = items[0][1], items[0][2]  # the run that ends last so far
+            for a, b, job_id in items[1:]:
+                if a < last_end:
                     self.error(
                         "jobs",
-                        f"placed jobs {id1!r} and {id2!r} both hold GPU {g} of {names[n]} "
-                        f"at slot {a2}",
+                        f"placed jobs {last_id!r} and {job_id!r} both hold GPU {g} of "
+                        f"{names[n]} at slot {a}",
                     )
+                if b > last_end:
+                    last_end, last_id = b, job_id
         gpus = {p.index: p.gpus_per_node for p in pools}
         for n, row in count.items():
             G = gpus[self.node_pools[n]]

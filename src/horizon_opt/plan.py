@@ -168,6 +168,12 @@ class Churn(_Model):
         description="jobs the new plan assigns that the previous plan did not assign "
         "(newly arrived, or unscheduled before)"
     )
+    stability: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="the stability weight of the re-plan: keeping a promise was worth this "
+        "times the job's value",
+    )
     held: Count = Field(
         default=0,
         description="jobs whose promised start fell in the freeze window and was held "

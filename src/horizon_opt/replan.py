@@ -5,6 +5,12 @@ plan it replaces. Starts that the previous plan promised within the freeze windo
 Slurm's reservations: those jobs are placed where they were promised, so no solver moves them.
 The rest is planned again, cpsat starting from the previous plan, and the new plan reports its
 churn against the previous one.
+
+Beyond the window, a stability weight `W` gives every promise a price: a plan that keeps a job
+at its promised pool and start, on time, earns `W * value` on top of the job's value, so a move
+must gain more than that. cpsat optimizes pwo plus these bonuses; its proven bound is a bound on
+that sum, hence also on pwo (looser by at most the bonuses), so the gap it reports stays honest.
+The heuristic solvers ignore the weight.
 """
 
 from __future__ import annotations
@@ -12,12 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from horizon_opt.churn import churn
-from horizon_opt.instance import Instance
+from horizon_opt.instance import Instance, Promise
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.state import hold_starts
 
 DEFAULT_FREEZE_MINUTES = 120  # Slurm's backfill window is often a few hours; 2 h is one shift
+MAX_STABILITY = 10.0  # a promise worth ten times its job: beyond that, freeze it instead
 
 
 @dataclass(frozen=True)
@@ -34,17 +41,43 @@ def replan(
     options: SolveOptions | None = None,
     *,
     freeze_slots: int | None = None,
+    stability: float = 0.0,
 ) -> Replan:
     """Plan `instance` again from its `now`, holding the previous plan's starts in
-    [now, now + freeze_slots) (default: DEFAULT_FREEZE_MINUTES, rounded up to slots)."""
+    [now, now + freeze_slots) (default: DEFAULT_FREEZE_MINUTES, rounded up to slots), and
+    pricing every later promise at `stability` times its job's value."""
     if freeze_slots is None:
         freeze_slots = -(-DEFAULT_FREEZE_MINUTES // instance.slot_minutes)
     if freeze_slots < 0:
         raise ValueError(f"freeze_slots must be >= 0, got {freeze_slots}")
+    if not 0.0 <= stability <= MAX_STABILITY:
+        raise ValueError(f"stability must be from 0 to {MAX_STABILITY:g}, got {stability}")
     held_instance, held, not_held = hold_starts(instance, previous, instance.now + freeze_slots)
+    if stability > 0:
+        held_instance = with_promises(held_instance, previous, stability)
     options = options or SolveOptions()
     if options.hint is None:
         options = replace(options, hint=previous)
     plan = solve(held_instance, solver, options)
-    changes = churn(instance, previous, plan).model_copy(update={"held": len(held)})
+    changes = churn(instance, previous, plan).model_copy(
+        update={"held": len(held), "stability": stability}
+    )
     return Replan(plan.model_copy(update={"churn": changes}), tuple(held), tuple(not_held))
+
+
+def with_promises(instance: Instance, previous: Plan, stability: float) -> Instance:
+    """The instance with a promise on every free job that `previous` starts at or after now."""
+    promised = {
+        a.job: a
+        for a in previous.assignments
+        if a.start >= instance.now and a.pool in instance.pool_index
+    }
+    jobs = []
+    for job in instance.jobs:
+        a = promised.get(job.id)
+        pool = -1 if a is None else instance.pool_index[a.pool]
+        if a is None or job.placed is not None or pool not in job.durations:
+            jobs.append(job)
+            continue
+        jobs.append(replace(job, promise=Promise(pool, a.start, stability * job.value)))
+    return replace(instance, jobs=tuple(jobs))

@@ -11,7 +11,9 @@ Every valid plan under FORMAT.md maps to a feasible point of the relaxation with
   GPUs are free. (Whole nodes need no separate filter: `n * G <= up * G - inference` already
   gives `n <= up - ceil(inference / G)`. Nor does replica granularity: the free GPUs are a
   multiple of every replica size's gcd, as every size divides G.)
-- A column earns the job's value when it ends by the deadline. Late columns (value 0) exist only
+- A column earns the job's value when it ends by the deadline (plus the stability bonus of a
+  re-plan when it is the job's promised run: the relaxation then bounds pwo + bonuses, which
+  also bounds pwo). Late columns (value 0) exist only
   for jobs that other jobs run after: those may have to run late so that a successor can run.
 - Rows, per pool and slot: the GPUs of the running columns fit the free GPUs, and their whole
   nodes fit the nodes that inference can leave free. Per job: at most one column. Per
@@ -147,16 +149,23 @@ def build_columns(instance: Instance) -> Columns:
     latest_end = np.array([job.latest_end(S) for job in instance.jobs], dtype=np.int64)
     job_value = np.array([job.value for job in instance.jobs], dtype=np.float64)
     on_time = start + dur <= latest_end[job_of]
+    pool_of = per_column([part[1] for part in parts])
     counts = np.bincount(job_of, minlength=len(instance.jobs))
     job_first = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    bonus = np.zeros(len(job_of))  # a re-plan's stability bonus, on the promised run only
+    for job in instance.jobs:
+        if job.promise is not None:
+            mine = np.arange(job_first[job.index], job_first[job.index + 1])
+            hit = mine[(pool_of[mine] == job.promise.pool) & (start[mine] == job.promise.start)]
+            bonus[hit] = job.promise.bonus
     return Columns(
         job=job_of,
-        pool=per_column([part[1] for part in parts]),
+        pool=pool_of,
         start=start.astype(np.int64),
         dur=dur,
         gpus=per_column([part[4] for part in parts]).astype(np.float64),
         nodes=per_column([part[5] for part in parts]).astype(np.float64),
-        value=np.where(on_time, job_value[job_of], 0.0),
+        value=np.where(on_time, job_value[job_of] + bonus, 0.0),
         job_first=job_first,
         free=free,
         whole=whole,

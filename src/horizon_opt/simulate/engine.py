@@ -149,11 +149,18 @@ class _Replayer:
         full = due or self.plan is None or self.policy.online
         if not full:  # between re-plans: hold every promise, place the rest into the gaps
             assert self.plan is not None
-            plan = replan(state, self.plan, "greedy", self.options, freeze_slots=self.inst.slots)
+            plan = replan(
+                state, self.plan, self.policy.fill, self.options, freeze_slots=self.inst.slots
+            )
             new = plan.plan
         elif self.plan is not None and not self.policy.online:
             result = replan(
-                state, self.plan, self.policy.solver, self.options, freeze_slots=self.policy.freeze
+                state,
+                self.plan,
+                self.policy.solver,
+                self.options,
+                freeze_slots=self.policy.freeze,
+                stability=self.policy.stability,
             )
             new = result.plan
             if new.churn is not None:
@@ -313,7 +320,15 @@ class _Replayer:
             served, wanted, missing, preempted = self.serve_inference(t)
             blocked = self.start_jobs(t)
             event = preempted or blocked
-            batch += float(self.batch_gpus().sum())
+            used = self.batch_gpus()
+            over = used + self.reserved[:, t] + self.extra > inst.capacity[:, t]
+            if over.any():  # the replay's own invariant: never more GPUs than a node has
+                n = int(np.flatnonzero(over)[0])
+                raise RuntimeError(
+                    f"internal error: replay of {policy.name} overfills {inst.node_names[n]} "
+                    f"at slot {t}"
+                )
+            batch += float(used.sum())
             serving += served
             available += float(inst.capacity[:, t].sum())
             demand += wanted

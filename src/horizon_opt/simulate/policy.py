@@ -26,6 +26,8 @@ class Policy:
     every: int | None  # slots between full re-plans (periodic); None: online or open loop
     freeze: int = 0  # slots of the previous plan's starts that a re-plan holds
     open_loop: bool = False
+    fill: str = "backfill"  # the solver that fills gaps between re-plans, holding every start
+    stability: float = 0.0  # the re-plans' stability weight (see `replan`)
 
     @property
     def online(self) -> bool:
@@ -38,8 +40,9 @@ class Policy:
         return self.every is not None and t % self.every == 0
 
 
-def policy(name: str, every: int, freeze: int) -> Policy:
-    """The policy called `name` (a solver, or `<solver>-open`)."""
+def policy(name: str, every: int, freeze: int, stability: float = 0.0) -> Policy:
+    """The policy called `name` (a solver, or `<solver>-open`); `stability` applies to the
+    re-plans of periodic policies."""
     open_loop = name.endswith("-open")
     solver = name.removesuffix("-open")
     if solver not in SOLVERS:
@@ -53,4 +56,4 @@ def policy(name: str, every: int, freeze: int) -> Policy:
         return Policy(name, solver, None, open_loop=True)
     if solver in ONLINE:
         return Policy(name, solver, None)
-    return Policy(name, solver, every, freeze)
+    return Policy(name, solver, every, freeze, stability=stability)

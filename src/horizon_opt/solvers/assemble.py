@@ -36,9 +36,20 @@ class Placement:
         return instance.jobs[self.job].gangs[self.pool].gpus_per_node
 
     def earned(self, instance: Instance) -> float:
-        """The job's value when it ends on time, else 0 (a late job may still enable others)."""
+        """What the placement adds to the objective: the job's value when it ends on time (plus
+        its promise's bonus when it keeps the promised start), else 0 (a late job may still
+        enable others)."""
         job = instance.jobs[self.job]
-        return job.value if self.end(instance) <= job.latest_end(instance.slots) else 0.0
+        if self.end(instance) > job.latest_end(instance.slots):
+            return 0.0
+        return job.value + self.bonus(instance)
+
+    def bonus(self, instance: Instance) -> float:
+        """The stability bonus it earns: its job's promise, kept (callers check it is on time)."""
+        promise = instance.jobs[self.job].promise
+        if promise is None or (promise.pool, promise.start) != (self.pool, self.start):
+            return 0.0
+        return promise.bonus
 
 
 def ready_at(instance: Instance, j: int, placements: Mapping[int, Placement]) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
-from horizon_opt.solvers.cpsat.model import Subproblem, value_units
+from horizon_opt.solvers.cpsat.model import Subproblem, placement_units
 from horizon_opt.solvers.cpsat.search import Search
 
 
@@ -53,11 +53,7 @@ def solve_full(
     nm = search.build(full_subproblem(search, inc, decide_layout))
     # Stop once the bound proves the incumbent's pwo optimal: the rest would only prove
     # the end-time tie-break, which can take the whole limit.
-    units = sum(
-        value_units(p.earned(inst), search.scale)
-        for p in inc.placements.values()
-        if p.earned(inst) > 0  # (value_units is at least 1: late jobs count 0 here)
-    )
+    units = sum(placement_units(inst, p, search.scale) for p in inc.placements.values())
     target = math.inf if search.bound is None else search.bound * search.scale - 1e-6
     status, solver = search.runner.solve_until_proven(
         nm, limit, search.opt.seed, search.opt.workers, units, target

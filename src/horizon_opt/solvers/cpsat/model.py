@@ -56,15 +56,15 @@ def value_scale(instance: Instance) -> float:
     the largest objective (every unit times the end-time tie-break weight) could overflow
     CP-SAT's 64-bit integers. Units are rounded up, so CP-SAT's bounds stay valid either way.
     """
+    values = [j.value for j in instance.jobs]
+    values += [j.promise.bonus for j in instance.jobs if j.promise is not None]
     scale: float = 10**6
     for exact in (1, 10, 100, 1_000, 10_000, 100_000):
-        if all(abs(j.value * exact - round(j.value * exact)) < 1e-6 for j in instance.jobs):
+        if all(abs(v * exact - round(v * exact)) < 1e-6 for v in values):
             scale = exact
             break
     weight = 1 + len(instance.jobs) * instance.slots  # the largest tie-break weight
-    while scale > 1e-300 and (
-        sum(value_units(j.value, scale) for j in instance.jobs) * weight > MAX_OBJECTIVE
-    ):
+    while scale > 1e-300 and sum(value_units(v, scale) for v in values) * weight > MAX_OBJECTIVE:
         scale /= 10
     return scale
 
@@ -72,6 +72,15 @@ def value_scale(instance: Instance) -> float:
 def value_units(value: float, scale: float) -> int:
     """A job's value in integer objective units, rounded up so that bounds stay valid."""
     return max(1, math.ceil(value * scale - 1e-9))
+
+
+def placement_units(instance: Instance, p: Placement, scale: float) -> int:
+    """The objective units a placement earns in the model: its value's and its kept promise's."""
+    if p.earned(instance) <= 0:
+        return 0
+    bonus = p.bonus(instance)
+    units = value_units(instance.jobs[p.job].value, scale)
+    return units + (value_units(bonus, scale) if bonus > 0 else 0)
 
 
 class NodeModel:
@@ -88,6 +97,7 @@ class NodeModel:
         self.on_pool: dict[int, dict[int, cp_model.IntVar]] = {}
         self.on_node: dict[int, dict[int, cp_model.IntVar]] = {}
         self.on_time: dict[int, list[cp_model.IntVar]] = {}  # literals whose sum is 1 when on time
+        self.kept: dict[int, cp_model.IntVar] = {}  # job -> 1 when it keeps its promise on time
         self.intervals: dict[int, list[tuple[cp_model.IntervalVar, int]]] = defaultdict(list)
         # (service, global node, slot) -> replicas, and node -> slot -> its inference GPUs
         self.replicas: dict[tuple[int, int, int], cp_model.IntVar] = {}
@@ -99,6 +109,7 @@ class NodeModel:
         self._capacity()
         self._precedence()
         self._symmetry()
+        self._promises()
         self._objective()
         self._hint()
 
@@ -271,13 +282,35 @@ class NodeModel:
 
     # -- objective -----------------------------------------------------------------------------
 
+    def _promises(self) -> None:
+        """A literal per promise this subproblem can keep: promised pool, promised start, on time."""
+        m = self.model
+        for j, pools in self.on_pool.items():
+            promise = self.inst.jobs[j].promise
+            if promise is None or promise.pool not in pools or not self.on_time[j]:
+                continue
+            d = self.inst.jobs[j].durations[promise.pool]
+            if not self.sub.earliest[j] <= promise.start <= self.sub.latest_end[j] - d:
+                continue
+            k = m.new_bool_var(f"kept[{self.inst.jobs[j].id}]")
+            m.add_implication(k, pools[promise.pool])
+            m.add(self.start[j] == promise.start).only_enforce_if(k)
+            if self.on_time[j][0] not in pools.values():
+                m.add_implication(k, self.on_time[j][0])
+            self.kept[j] = k
+
     def _objective(self) -> None:
-        """max scale*value*present*M - sum(end), with M > the largest possible sum of ends."""
+        """max scale*value*present*M - sum(end), with M > the largest possible sum of ends; a
+        kept promise adds its bonus's units."""
         self.tie_weight = 1 + sum(self.sub.latest_end[j] for j in self.on_pool)
         terms = []
         for j, lits in self.on_time.items():
             coef = value_units(self.inst.jobs[j].value, self.scale) * self.tie_weight
             terms += [coef * lit for lit in lits]
+        for j, k in self.kept.items():
+            bonus = self.inst.jobs[j].promise.bonus  # type: ignore[union-attr]
+            if bonus > 0:
+                terms.append(value_units(bonus, self.scale) * self.tie_weight * k)
         ends = [self.end[j] for j in self.on_pool]
         self.model.maximize(sum(terms) - sum(ends))
 
@@ -312,6 +345,8 @@ class NodeModel:
                 m.add_hint(self.end[j], h.end(self.inst))
                 if len(self.on_time[j]) == 1 and self.on_time[j][0] not in self.on_pool[j].values():
                     m.add_hint(self.on_time[j][0], h.earned(self.inst) > 0)
+                if j in self.kept:
+                    m.add_hint(self.kept[j], h.earned(self.inst) > 0 and h.bonus(self.inst) > 0)
             else:
                 m.add_hint(self.start[j], self.sub.earliest[j])
                 m.add_hint(self.end[j], self.sub.earliest[j])

@@ -80,9 +80,11 @@ def _assemble(search: Search, inc: Incumbent, bound: float | None) -> Plan:
         list(inc.placements),
         {p.job: p for p in drop_idle_late(inst, list(inc.placements.values()))},
     )
-    value = inc.value()
+    value = inc.value()  # pwo, plus the bonuses of kept promises when re-planning for stability
+    pwo = value - sum(p.bonus(inst) for p in inc.placements.values() if p.earned(inst) > 0)
     proven = bound is not None and value >= bound - 1e-6 * max(1.0, bound)
-    status: Status = "optimal" if proven else "feasible"
+    # Optimal for pwo only when no bonus is in the way: the bound is then pwo's own.
+    status: Status = "optimal" if proven and pwo >= value - 1e-9 else "feasible"
     reasons = {
         j.index: why_not_planned(inst, j.index, inc.placements, search.est[j.index])
         for j in inst.jobs
