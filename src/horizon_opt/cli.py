@@ -21,7 +21,7 @@ from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.metrics import evaluate
 from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.plan import Plan
-from horizon_opt.replan import DEFAULT_FREEZE_MINUTES, replan
+from horizon_opt.replan import DEFAULT_FREEZE_MINUTES, MAX_STABILITY, replan
 from horizon_opt.simulate import Noise, draw_world, policy, simulate
 from horizon_opt.simulate.report import format_table, plot_realized, to_csv
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
@@ -101,6 +101,15 @@ Log = Annotated[
     ),
 ]
 Hint = Annotated[Path | None, typer.Option(help="Start cpsat from this plan file.")]
+Stability = Annotated[
+    float,
+    typer.Option(
+        help="Price of a promise beyond the freeze window, times its job's value: cpsat keeps a "
+        "promised start unless moving gains more (0: no price).",
+        min=0.0,
+        max=MAX_STABILITY,
+    ),
+]
 SOLVER_LIST = "\n\n".join(f"{s.name}: {s.description}" for s in SOLVERS.values())
 
 
@@ -279,6 +288,7 @@ def replan_cmd(
             "slots); 0 holds none."
         ),
     ] = f"{DEFAULT_FREEZE_MINUTES // 60}h",
+    stability: Stability = 0.0,
     time_limit: TimeLimit = 20.0,
     workers: Workers = DEFAULT_WORKERS,
     seed: Seed = 0,
@@ -312,6 +322,7 @@ def replan_cmd(
             solver,
             _options(time_limit, workers, seed, log, previous),
             freeze_slots=slots,
+            stability=stability,
         )
     for line in result.not_held:
         typer.echo(f"warning: {line}", err=True)
@@ -353,6 +364,7 @@ def simulate_cmd(
     freeze: Annotated[
         str, typer.Option(help="Each re-plan holds the previous plan's starts this far ahead.")
     ] = f"{DEFAULT_FREEZE_MINUTES // 60}h",
+    stability: Stability = 0.0,
     noise: Annotated[
         str,
         typer.Option(
@@ -378,7 +390,11 @@ def simulate_cmd(
         world_noise = Noise.parse(noise)
         every = max(1, _freeze_slots(replan_every, inst, "--replan-every"))
         hold = _freeze_slots(freeze, inst, "--freeze")
-        chosen = [policy(name.strip(), every, hold) for name in policies.split(",") if name.strip()]
+        chosen = [
+            policy(name.strip(), every, hold, stability)
+            for name in policies.split(",")
+            if name.strip()
+        ]
         if not chosen:
             raise InputError(["--policy: name at least one policy"])
         if inst.now or inst.placed:

@@ -60,7 +60,8 @@ class Replay:
     mean_moved: float  # jobs moved per full re-plan (churn against the plan before)
     solver_seconds: float  # total wall time of the plans
     max_solver_seconds: float
-    realized_by_slot: list[float] = field(default_factory=list)  # cumulative realized pwo
+    # realized pwo at each slot boundary 0..S (jobs ended by then)
+    realized_by_slot: list[float] = field(default_factory=list)
 
 
 class _Replayer:
@@ -313,6 +314,7 @@ class _Replayer:
         by_slot: list[float] = []
         for t in range(inst.slots):
             event |= self.end_jobs(t)
+            by_slot.append(self.realized)
             event |= t in releases
             due = policy.due(t)
             if due or (event and not policy.open_loop):
@@ -333,7 +335,8 @@ class _Replayer:
             available += float(inst.capacity[:, t].sum())
             demand += wanted
             short += missing
-            by_slot.append(self.realized)
+        self.end_jobs(inst.slots)  # the jobs that end with the horizon
+        by_slot.append(self.realized)
         return Replay(
             policy=policy.name,
             planned_pwo=self.planned_pwo if policy.open_loop else None,

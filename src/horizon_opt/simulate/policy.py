@@ -4,7 +4,8 @@
   ends, arrives, is preempted or cannot start), as a Slurm scheduler reacts;
 - periodic (`greedy`, `cpsat`): a full re-plan every `every` slots, holding the previous plan's
   starts within `freeze` slots; at events in between, a fill that holds every promised start
-  and places the jobs left over (new arrivals, early ends) into the gaps, with greedy;
+  and places the jobs left over (new arrivals, early ends) into the gaps, with `fill`
+  (backfill);
 - open loop (`<solver>-open`): one plan at slot 0 that knows every job of the horizon (the
   planner's perfect-knowledge number), executed without re-planning.
 """

@@ -72,7 +72,7 @@ def plot_realized(instance: Instance, replays: Sequence[Replay], ax: Axes | None
         ax = fig.add_subplot(1, 1, 1)
     else:
         fig = ax.get_figure()  # type: ignore[assignment]
-    hours = [t * instance.hours_per_slot for t in range(1, instance.slots + 1)]
+    hours = [t * instance.hours_per_slot for t in range(instance.slots + 1)]
     for r in replays:
         (line,) = ax.plot(hours, r.realized_by_slot, label=f"{r.policy} (realized)")
         if r.planned_pwo is not None:
