@@ -19,7 +19,6 @@ import pytest
 from test_validation import assert_problem, problems_of
 
 import horizon_opt as ho
-from horizon_opt.errors import InstanceError
 from horizon_opt.instance import Instance, compile_instance
 from horizon_opt.io import parse_spec
 from horizon_opt.plan import Plan
