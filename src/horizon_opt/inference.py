@@ -15,6 +15,7 @@ import numpy as np
 
 from horizon_opt.instance import Instance
 from horizon_opt.packing import IntArray, pack
+from horizon_opt.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,38 @@ def elastic_layout(instance: Instance, around: IntArray | None = None) -> Layout
     every peak of its run, which the stacked layout often does not leave.
     """
     return _layout(instance, [s.req for s in instance.services], file_order=False, kept=around)
+
+
+def plan_layout(instance: Instance, plan: Plan) -> Layout | None:
+    """The layout of a plan's inference blocks, when it is one for `instance`: every block on a
+    node of its service's pool, at least `req` replicas at every slot, and room for them on
+    every node (GPUs that placed jobs hold included). So a re-plan can keep the previous plan's
+    reservation, and with it every start that the reservation allowed."""
+    by_name = {s.name: s for s in instance.services}
+    replicas = [
+        np.zeros((instance.pools[s.pool].nodes, instance.slots), dtype=np.int64)
+        for s in instance.services
+    ]
+    for b in plan.inference:
+        s = by_name.get(b.service)
+        n = instance.node_index.get(b.node)
+        if s is None or n is None or int(instance.node_pool[n]) != s.pool or b.end > instance.slots:
+            return None
+        replicas[s.index][n - instance.pools[s.pool].first_node, b.start : b.end] += b.replicas
+    free = instance.capacity.astype(np.int64).copy()
+    for s in instance.services:
+        pool = instance.pools[s.pool]
+        if (replicas[s.index].sum(axis=0) < s.req).any():
+            return None
+        free[pool.first_node : pool.first_node + pool.nodes] -= (
+            replicas[s.index] * s.gpus_per_replica
+        )
+    if (free < 0).any():
+        return None
+    for r in replicas:
+        r.setflags(write=False)
+    free.setflags(write=False)
+    return Layout(tuple(replicas), free)
 
 
 def static_peak_layout(instance: Instance) -> Layout:

@@ -20,6 +20,7 @@ from functools import partial
 
 import numpy as np
 
+from horizon_opt.check import check
 from horizon_opt.errors import InstanceError
 from horizon_opt.instance import Instance, IntArray, compile_instance, topological_order
 from horizon_opt.plan import Plan
@@ -150,10 +151,10 @@ class _Replayer:
         full = due or self.plan is None or self.policy.online
         if not full:  # between re-plans: hold every promise, place the rest into the gaps
             assert self.plan is not None
-            plan = replan(
+            fill = replan(
                 state, self.plan, self.policy.fill, self.options, freeze_slots=self.inst.slots
             )
-            new = plan.plan
+            new = fill.plan
         elif self.plan is not None and not self.policy.online:
             result = replan(
                 state,
@@ -169,6 +170,11 @@ class _Replayer:
         else:
             new = solve(state, self.policy.solver, self.options)
         self.seconds.append(time.perf_counter() - started)
+        violations = check(state, new)
+        if violations:  # every plan the replay executes is checked, as every plan elsewhere
+            raise RuntimeError(
+                f"internal error: {new.solver}'s plan at slot {t} is invalid: {violations[0]}"
+            )
         self.decisions += 1
         self.replans += full
         if self.planned_pwo is None:

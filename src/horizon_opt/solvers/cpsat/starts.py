@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from horizon_opt.inference import Layout, elastic_layout
+from horizon_opt.inference import Layout, elastic_layout, plan_layout
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.cpsat.guide import (
     ListRule,
@@ -27,11 +27,13 @@ from horizon_opt.solvers.greedy import solve as solve_greedy
 
 
 def initial(search: Search) -> Incumbent:
-    """The best of the fifo plan, the greedy plan and the hint, on the elastic layout."""
+    """The best of the fifo plan, the greedy plan and the hint, on the elastic layout; the hint
+    also on its own inference layout (a re-plan's previous plan keeps its starts that way)."""
     inst, free = search.inst, search.layout.free
     candidates = [solve_fifo(inst), solve_greedy(inst)]
-    if search.opt.hint is not None:
-        candidates.append(search.opt.hint)
+    hint = search.opt.hint
+    if hint is not None:
+        candidates.append(hint)
     best: Incumbent | None = None
     for plan in candidates:
         inc = Incumbent(inst, free, placements_from_plan(inst, plan, free))
@@ -39,6 +41,13 @@ def initial(search: Search) -> Incumbent:
         if best is None or inc.value() > best.value() + 1e-9:
             best = inc
     assert best is not None
+    own = None if hint is None else plan_layout(inst, hint)
+    if hint is not None and own is not None:
+        inc = Incumbent(inst, own.free, placements_from_plan(inst, hint, own.free))
+        search.write_log(f"start candidate {hint.solver}, its own layout: pwo {inc.value():.3f}")
+        if inc.value() > best.value() + 1e-9:
+            search.layout = own
+            best = inc
     return best
 
 
