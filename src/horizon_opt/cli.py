@@ -188,19 +188,43 @@ def _summary(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+PlanOutput = Annotated[
+    Path,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Where to write the plan (JSON); - writes it to standard output and the summary "
+        "to stderr.",
+        parser=_file_name,
+    ),
+]
+
+
+def _check_solver(solver: str) -> None:
+    if solver not in SOLVERS:
+        raise InputError(
+            [f"--solver: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}"]
+        )
+
+
+def _write_plan(plan: Plan, output: Path, summary: str) -> None:
+    """The plan to its file (or standard output, the summary then going to stderr)."""
+    to_stdout = is_stdout(output)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")  # ends the live progress line
+    if to_stdout:
+        typer.echo(plan.to_json(), nl=False)
+    else:
+        with _input_errors(), writing("--output", output):
+            plan.write(output)
+    typer.echo(summary, err=to_stdout)
+    typer.echo(f"  plan written to {'standard output' if to_stdout else output}", err=to_stdout)
+
+
 @app.command("solve")
 def solve_cmd(
     instance: InstanceArg,
-    output: Annotated[
-        Path,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Where to write the plan (JSON); - writes it to standard output and the summary "
-            "to stderr.",
-            parser=_file_name,
-        ),
-    ],
+    output: PlanOutput,
     solver: Annotated[str, typer.Option(help=f"One of:\n\n{SOLVER_LIST}")] = "cpsat",
     time_limit: TimeLimit = 60.0,
     workers: Workers = DEFAULT_WORKERS,
@@ -209,12 +233,8 @@ def solve_cmd(
     hint: Hint = None,
 ) -> None:
     """Plan one instance with one solver and write the plan file."""
-    to_stdout = is_stdout(output)
     with _input_errors():
-        if solver not in SOLVERS:
-            raise InputError(
-                [f"--solver: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}"]
-            )
+        _check_solver(solver)
         check_outputs(
             [Output("--output", output, stdout=True), *_log_outputs(log)],
             _solve_inputs(instance, hint),
@@ -222,15 +242,7 @@ def solve_cmd(
         inst = load_instance(instance)
         _warn(instance, inst)
         plan = solve(inst, solver, _options(time_limit, workers, seed, log, hint))
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
-    if to_stdout:
-        typer.echo(plan.to_json(), nl=False)
-    else:
-        with _input_errors(), writing("--output", output):
-            plan.write(output)
-    typer.echo(_summary(plan), err=to_stdout)
-    typer.echo(f"  plan written to {'standard output' if to_stdout else output}", err=to_stdout)
+    _write_plan(plan, output, _summary(plan))
 
 
 def _freeze_slots(value: str, inst: Instance, option: str = "--freeze") -> int:
@@ -270,16 +282,7 @@ def replan_cmd(
     previous: Annotated[
         Path, typer.Option(help="The plan being replaced (its near starts are held).")
     ],
-    output: Annotated[
-        Path,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Where to write the new plan (JSON); - writes it to standard output and the "
-            "summary to stderr.",
-            parser=_file_name,
-        ),
-    ],
+    output: PlanOutput,
     solver: Annotated[str, typer.Option(help=f"One of:\n\n{SOLVER_LIST}")] = "cpsat",
     freeze: Annotated[
         str,
@@ -296,12 +299,8 @@ def replan_cmd(
 ) -> None:
     """Plan again from the cluster's state at `now`, starting from the previous plan; report
     what moved (churn)."""
-    to_stdout = is_stdout(output)
     with _input_errors():
-        if solver not in SOLVERS:
-            raise InputError(
-                [f"--solver: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}"]
-            )
+        _check_solver(solver)
         check_outputs(
             [Output("--output", output, stdout=True), *_log_outputs(log)],
             [("the instance file", instance), ("the --previous plan", previous)],
@@ -327,15 +326,7 @@ def replan_cmd(
     for line in result.not_held:
         typer.echo(f"warning: {line}", err=True)
     plan = result.plan
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
-    if to_stdout:
-        typer.echo(plan.to_json(), nl=False)
-    else:
-        with _input_errors(), writing("--output", output):
-            plan.write(output)
-    typer.echo("\n".join([_summary(plan), *_churn_lines(plan)]), err=to_stdout)
-    typer.echo(f"  plan written to {'standard output' if to_stdout else output}", err=to_stdout)
+    _write_plan(plan, output, "\n".join([_summary(plan), *_churn_lines(plan)]))
 
 
 @app.command("simulate")
