@@ -23,7 +23,9 @@ from horizon_opt.plan import Plan
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.state import hold_starts
 
-DEFAULT_FREEZE_MINUTES = 120  # Slurm's backfill window is often a few hours; 2 h is one shift
+# Starts this near are held: people act on them, and a re-plan every 2 h never moves a start
+# that the plan before it was about to make.
+DEFAULT_FREEZE_MINUTES = 120
 MAX_STABILITY = 10.0  # a promise worth ten times its job: beyond that, freeze it instead
 
 
