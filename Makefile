@@ -19,6 +19,10 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/horizon-opt compare instances/demo.yaml --time-limit $(TIME_LIMIT) --output-dir demo-output
+	$(BIN)/horizon-opt replan instances/demo-state.yaml --previous demo-output/greedy.json \
+		--stability 0.05 --time-limit $(TIME_LIMIT) -o demo-output/replan.json
+	$(BIN)/horizon-opt simulate instances/demo.yaml --policy fifo,backfill,cpsat,cpsat-open \
+		--time-limit 5 -o demo-output/simulate
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
