@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -66,6 +67,18 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def _pct(value: float) -> str:
+    return "-" if math.isnan(value) else f"{100 * value:+.1f}%"
+
+
+def _number(text: str) -> Any:
+    """A CSV cell as written by `rows`: a number where it reads as one."""
+    try:
+        return float(text) if text not in ("", "None") else None
+    except ValueError:
+        return text
+
+
 def summarize(table: list[dict[str, Any]]) -> str:
     """Medians over seeds, per family: realized pwo relative to online fifo and backfill, the
     share of cpsat's open-loop gain over backfill that survived, SLO shortfall, preemptions,
@@ -97,8 +110,8 @@ def summarize(table: list[dict[str, Any]]) -> str:
                 )
             }
             out.append(
-                f"| {family} | {name} | {med['realized_pwo']:,.0f} | {100 * med['vs_fifo']:+.1f}% | "
-                f"{100 * med['vs_backfill']:+.1f}% | {100 * med['realized_utilization']:.1f}% | "
+                f"| {family} | {name} | {med['realized_pwo']:,.0f} | {_pct(med['vs_fifo'])} | "
+                f"{_pct(med['vs_backfill'])} | {100 * med['realized_utilization']:.1f}% | "
                 f"{100 * med['slo_short_share']:.2f}% | {med['preemptions']:.0f} | "
                 f"{med['mean_moved']:.1f} | {med['max_solver_seconds']:.1f} |"
             )
@@ -140,7 +153,17 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2, help="instances at once")
     ap.add_argument("--workers", type=int, default=1, help="CP-SAT workers per instance")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "closed-loop")
+    ap.add_argument(
+        "--summary-only", action="store_true", help="rewrite summary.md from OUT/results.csv"
+    )
     a = ap.parse_args()
+    if a.summary_only:
+        with open(a.out / "results.csv", newline="") as f:
+            table = [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        text = (a.out / "summary.md").read_text().split("\n\n", 1)[0] + "\n\n" + summarize(table)
+        (a.out / "summary.md").write_text(text)
+        print(text)
+        return
     tasks = [
         (
             str(HERE.parent / "instances" / "bench" / f"{family}-{a.size}-s{seed}.yaml"),
