@@ -47,7 +47,7 @@ def placed_value(instance: Instance) -> float:
     )
 
 
-def with_placed(instance: Instance, plan: Plan, started: float) -> Plan:
+def put_back_placed(instance: Instance, plan: Plan, started: float) -> Plan:
     """The residual instance's plan with the placed jobs put back: they keep pool, start and
     nodes, and the GPU indices of those that have started; the others' indices are handed out
     again around them."""
@@ -93,4 +93,4 @@ def solve_around_placed(
 
         options = replace(options, on_progress=shifted)
     plan = run(residual_instance(instance), options)
-    return with_placed(instance, plan, started)
+    return put_back_placed(instance, plan, started)
