@@ -245,7 +245,7 @@ def solve_cmd(
     _write_plan(plan, output, _summary(plan))
 
 
-def _freeze_slots(value: str, inst: Instance, option: str = "--freeze") -> int:
+def _time_option(value: str, inst: Instance, option: str) -> int:
     """A time option as slots: a duration with a unit (2h, 90m) rounds up; a number is slots."""
     text = value.strip()
     if text.isascii() and text.isdigit():
@@ -307,7 +307,7 @@ def replan_cmd(
         )
         inst = load_instance(instance)
         before = Plan.read(previous)
-        slots = _freeze_slots(freeze, inst)
+        slots = _time_option(freeze, inst, "--freeze")
         _warn(instance, inst)
         if before.instance != inst.name:
             typer.echo(
@@ -379,8 +379,8 @@ def simulate_cmd(
         )
         inst = load_instance(instance)
         world_noise = Noise.parse(noise)
-        every = max(1, _freeze_slots(replan_every, inst, "--replan-every"))
-        hold = _freeze_slots(freeze, inst, "--freeze")
+        every = max(1, _time_option(replan_every, inst, "--replan-every"))
+        hold = _time_option(freeze, inst, "--freeze")
         chosen = [
             policy(name.strip(), every, hold, stability)
             for name in policies.split(",")

@@ -22,13 +22,15 @@ import numpy as np
 
 from horizon_opt.check import check
 from horizon_opt.errors import InstanceError
+from horizon_opt.inference import plan_layout
 from horizon_opt.instance import Instance, IntArray, compile_instance, topological_order
 from horizon_opt.plan import Plan
 from horizon_opt.replan import replan
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.world import World
 from horizon_opt.solvers import SolveOptions, solve
-from horizon_opt.spec import InstanceSpec, PlacedSpec
+from horizon_opt.spec import PlacedSpec
+from horizon_opt.state import with_placed, without_jobs
 
 
 @dataclass
@@ -116,26 +118,22 @@ class _Replayer:
         return sorted(out)
 
     def state(self, t: int) -> Instance:
-        spec: InstanceSpec = self.inst.spec
+        """The instance the planner sees at `t`: the known jobs (a known job waits only for
+        known or done jobs, so leaving the rest out drops just the done ones from `after`), the
+        running ones placed where they run."""
+        inst = self.inst
         keep = set(self.known(t))
-        jobs = []
-        for k, js in enumerate(spec.jobs):
-            if k not in keep:
-                continue
-            update: dict[str, object] = {}
-            after = [a for a in js.after if self.inst.job_index[a] not in self.done]
-            if after != js.after:
-                update["after"] = after
-            run = self.running.get(k)
-            if run is not None:
-                names = self.inst.node_names
-                update["placed"] = PlacedSpec(
-                    pool=self.inst.pools[run.pool].name,
-                    start=run.start,
-                    gpus={names[n]: list(g) for n, g in run.gpus.items()},
-                )
-            jobs.append(js.model_copy(update=update) if update else js)
-        state_spec = spec.model_copy(update={"jobs": jobs, "now": t})
+        left_out = {j.id for j in inst.jobs if j.index not in keep}
+        names = inst.node_names
+        running = {
+            inst.jobs[j].id: PlacedSpec(
+                pool=inst.pools[run.pool].name,
+                start=run.start,
+                gpus={names[n]: list(g) for n, g in run.gpus.items()},
+            )
+            for j, run in self.running.items()
+        }
+        state_spec = with_placed(without_jobs(inst.spec, left_out), running, t)
         try:
             return compile_instance(state_spec, self.demands)
         except InstanceError as exc:  # the replay only builds states that its plans allow
@@ -196,14 +194,11 @@ class _Replayer:
             self.starts[a.start].append(j)
             gpus = {inst.node_index[n]: tuple(g) for n, g in a.gpus.items()}
             self.plan_gpus[j] = (inst.pool_index[a.pool], gpus)
-        self.reserved = np.zeros((inst.num_nodes, inst.slots), dtype=np.int64)
-        self.replicas = {s.index: np.zeros(inst.slots, dtype=np.int64) for s in inst.services}
-        by_name = {s.name: s for s in inst.services}
-        for b in plan.inference:
-            s = by_name[b.service]
-            n = inst.node_index[b.node]
-            self.reserved[n, b.start : b.end] += b.replicas * s.gpus_per_replica
-            self.replicas[s.index][b.start : b.end] += b.replicas
+        layout = plan_layout(inst, plan)
+        if layout is None:  # every plan was checked: its blocks are a layout of the instance
+            raise RuntimeError(f"internal error: {plan.solver}'s inference blocks are no layout")
+        self.reserved = inst.capacity - layout.free
+        self.replicas = {s.index: layout.replicas[s.index].sum(axis=0) for s in inst.services}
 
     # -- the world -------------------------------------------------------------------------------
 
