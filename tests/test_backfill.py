@@ -74,7 +74,12 @@ def test_a_job_that_cannot_end_by_its_deadline_is_not_started() -> None:
         )
     )
     assert starts(plan) == {"busy": 0}
-    assert plan.unscheduled[0].reason.startswith("no room from slot")
+    # busy: 9 x 4 GPUs x 3 h = 108 > late's 1 x 4 x 2 = 8
+    assert plan.unscheduled[0].code == "higher-value-work"
+    assert plan.unscheduled[0].reason == (
+        "work worth at least as much as it (8) holds every window from slot 0 to its deadline "
+        "(slot 4); at slot 0 on a: busy (108)"
+    )
 
 
 def test_it_waits_for_predecessors_to_end() -> None:

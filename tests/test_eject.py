@@ -14,6 +14,7 @@ from horizon_opt.params import SearchParams
 from horizon_opt.solvers.assemble import build_plan
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.incumbent import Incumbent, placements_from_plan
+from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.listsched import inherited_ranks, priority_large_first
 
 
@@ -30,11 +31,9 @@ def values(inst: ho.Instance) -> np.ndarray:
 
 
 def as_plan(inst: ho.Instance, inc: Incumbent) -> ho.Plan:
-    reasons = {j.index: "not placed" for j in inst.jobs if j.index not in inc.placements}
-    placements = list(inc.placements.values())
-    return build_plan(
-        inst, "eject", placements, elastic_layout(inst), reasons, started=time.perf_counter()
-    )
+    placements, layout = list(inc.placements.values()), elastic_layout(inst)
+    reasons = unscheduled_causes(inst, placements, layout)
+    return build_plan(inst, "eject", placements, layout, reasons, started=time.perf_counter())
 
 
 @pytest.mark.parametrize(

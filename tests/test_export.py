@@ -78,9 +78,19 @@ def test_csv_is_a_clean_table(tmp_path: Path, demo: Instance, demo_greedy: Plan)
     with first.open(newline="") as fh:
         rows = list(csv.reader(fh))
     assert tuple(rows[0]) == ASSIGNMENT_COLUMNS
-    assert len(rows) == 1 + len(demo_greedy.assignments)
+    assert len(rows) == 1 + len(demo_greedy.assignments) + len(demo_greedy.unscheduled)
     assert all(len(r) == len(ASSIGNMENT_COLUMNS) for r in rows)
-    table = [dict(zip(rows[0], r, strict=True)) for r in rows[1:]]
+    everything = [dict(zip(rows[0], r, strict=True)) for r in rows[1:]]
+    # Unplanned jobs follow the assignments: no pool or slots, the plan's cause code and reason.
+    unplanned = everything[len(demo_greedy.assignments) :]
+    assert [(r["job"], r["cause_code"], r["reason"]) for r in unplanned] == [
+        (u.job, u.code, u.reason) for u in demo_greedy.unscheduled
+    ]
+    assert {(r["status"], r["pool"], r["start_slot"], r["on_time"]) for r in unplanned} == {
+        ("not-planned", "", "", "no")
+    }
+    table = everything[: len(demo_greedy.assignments)]
+    assert {r["status"] for r in table} <= {"on-time", "late"}
     by_job = {r["job"]: r for r in table}
     a = demo_greedy.assignments[0]
     row = by_job[a.job]

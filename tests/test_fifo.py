@@ -56,9 +56,10 @@ def test_static_peak_reservation_keeps_the_trough(fifo: Any) -> None:
     # big (4 GPUs) needs a whole free node and never finds one: unscheduled. It does not hold
     # back small (2 GPUs, 3 slots), which starts at 0 on a-1's lowest GPU indices.
     assert runs(plan) == {"small": ("a", 0, 3, {"a-1": [0, 1]})}
+    # With req only, a-1 is free at slots 1-4 (req 1 at slot 1 fits on a-0): big could start at 1.
     assert reasons(plan)["big"] == (
-        "no room from slot 0 to the end of the horizon (slot 6) next to inference and the jobs "
-        "this plan runs"
+        "the plan's inference reservation leaves it no room from slot 0 to the end of the "
+        "horizon (slot 6); the forecast requirement alone would let it start at slot 1 on a"
     )
     m = evaluate(inst, plan)
     # 18 replica-slots planned against 8 forecast: (18 - 8) * 2 GPUs * 1 h idle
@@ -117,9 +118,15 @@ def test_release_order_pools_nodes_and_gpu_indices(fifo: Any) -> None:
     why = reasons(plan)
     assert set(why) == {"seventh", "eighth"}
     assert why["seventh"] == (
-        "cannot end within the horizon (6 slots) even on an empty cluster: earliest start is slot 5"
+        "cannot end within the horizon (6 slots) even alone on the cluster, beside inference and "
+        "outages: released at slot 5, it needs 2 slots on its fastest pool, and no window ends by "
+        "slot 6"
     )
-    assert why["eighth"] == "runs after seventh, which is not scheduled"
+    assert why["eighth"] == (
+        "cannot end within the horizon (6 slots) even alone on the cluster, beside inference and "
+        "outages: after its predecessors' shortest runs (slot 7), it needs 1 slot on its fastest "
+        "pool, and no window ends by slot 6"
+    )
     assert plan.inference == []
     assert plan.objective == pytest.approx(12 + 1 + 8 + 2 + 2 + 2 + 2)
     assert plan.status == "heuristic"

@@ -28,6 +28,7 @@ from horizon_opt.solvers.cpsat.guide import (
     lp_guide,
     squeaky_wheel,
 )
+from horizon_opt.solvers.diagnosis import unscheduled_causes
 
 PARAMS = SearchParams()
 LNS_ONLY = SearchParams(full_model_max_intervals=0)  # no full model, however small
@@ -55,8 +56,7 @@ def guided(inst: ho.Instance) -> tuple[LpGuide, Layout, ListRule, list[Placement
 
 
 def as_plan(inst: ho.Instance, layout: Layout, placements: list[Placement]) -> ho.Plan:
-    placed = {p.job for p in placements}
-    reasons = {j.index: "not placed" for j in inst.jobs if j.index not in placed}
+    reasons = unscheduled_causes(inst, placements, layout)
     return build_plan(inst, "guided", placements, layout, reasons, started=time.perf_counter())
 
 

@@ -43,11 +43,16 @@ def test_a_job_that_cannot_end_in_time_alone_says_so(solver: str) -> None:
     opts: dict[str, Any] = {"time_limit": 2.0, "workers": 1} if solver == "cpsat" else {}
     why = reasons(ho.solve(build(LATE), solver, **opts))
     assert why["early"] == (
-        "cannot end within the horizon (7 slots) even on an empty cluster: earliest start is slot 5"
+        "cannot end within the horizon (7 slots) even alone on the cluster, beside inference and "
+        "outages: released at slot 5, it needs 3 slots on its fastest pool, and no window ends by "
+        "slot 7"
     )
 
 
 def test_an_unscheduled_predecessor_is_named() -> None:
-    data = {**LATE, "jobs": [*LATE["jobs"][:3], {**LATE["jobs"][3], "after": ["post"]}]}
+    # After pre (3 slots) and post (2), `early` (now 2 slots) could end at 7 alone: its unplanned
+    # predecessor binds.
+    early = {**LATE["jobs"][3], "after": ["post"], "release": 4, "duration": 2}
+    data = {**LATE, "jobs": [*LATE["jobs"][:3], early]}
     why = reasons(ho.solve(build(data), "greedy"))
-    assert why["early"] == "runs after post, which is not scheduled"
+    assert why["early"] == "runs after post, which is not planned"

@@ -78,10 +78,12 @@ def test_demo_report_has_every_section(
     assert f"{mg.completed_by_kind['training']} / 28" in demo_html
     assert f"{mg.mean_wait_hours:.2f}" in demo_html
     assert demo_html.count('<span class="good">valid</span>') == 2
-    # Unscheduled jobs with their reasons, per plan.
-    assert f"fifo: {len(fifo.unscheduled)} unscheduled" in demo_html
+    # Late and unplanned jobs with their cause codes and reasons, per plan.
+    late = mf.scheduled - mf.completed
+    assert f"fifo: {len(fifo.unscheduled) + late} late or unplanned" in demo_html
     for u in greedy.unscheduled:
         assert u.reason.replace("'", "&#x27;") in demo_html
+        assert f"<td>{u.code}</td>" in demo_html
     # Longest waits.
     h = demo.hours_per_slot
     longest = max(
@@ -98,7 +100,7 @@ def test_report_escapes_names_and_refuses_other_plans(
     text = report_html(tiny, [tiny_plan], labels=["<b>mine</b>"])
     assert "&lt;b&gt;mine&lt;/b&gt;" in text and "<b>mine</b>" not in text
     assert_self_contained(text)
-    assert "Every job runs." in text
+    assert "Every job runs on time." in text
     with pytest.raises(PlanError, match="plan is for instance 'demo-48h', not 'tiny'"):
         report_html(tiny, [tiny_plan, demo_plans[0]])
     with pytest.raises(ValueError):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from horizon_opt.errors import InputError
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
 
@@ -373,3 +374,23 @@ def check(instance: Instance, plan: Plan) -> Violations:
     checker = _Checker(instance, plan)
     listed = checker.run()
     return Violations(listed, sum(checker.count.values()), _other_instance(instance, plan))
+
+
+FIRST_VIOLATIONS = 3  # an invalid plan is refused with this many of its violations shown
+
+
+def ensure_valid(instance: Instance, plan: Plan, source: str) -> None:
+    """Raise InputError, naming `source` and its first violations, when `plan` is not valid for
+    `instance`: a diff or an explanation of an invalid plan would describe a plan that cannot
+    run."""
+    violations = check(instance, plan)
+    if not violations:
+        return
+    lines = [
+        f"{source} is not a valid plan for instance {instance.name!r} "
+        f"({violations.total} violation(s); horizon-opt check lists them all)"
+    ]
+    if violations.other_instance is not None:
+        lines.append(f"{source}: {violations.other_instance}")
+    lines += [f"{source}: {v}" for v in violations[:FIRST_VIOLATIONS]]
+    raise InputError(lines)

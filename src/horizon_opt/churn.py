@@ -54,21 +54,27 @@ def _compared(
     ]
 
 
+def job_move(old: Assignment, new: Assignment | None) -> Move | None:
+    """The Move of a job from `old` to `new` (None: not assigned), or None when it keeps its
+    start and pool: the one definition of "moved" that churn and plan diffs share."""
+    if new is not None and new.start == old.start and new.pool == old.pool:
+        return None
+    return Move(
+        old.job,
+        old.pool,
+        old.start,
+        old.end,
+        None if new is None else new.pool,
+        None if new is None else new.start,
+        None if new is None else new.end,
+    )
+
+
 def moved_jobs(instance: Instance, previous: Plan, new: Plan) -> list[Move]:
     """Compared jobs that the new plan starts at another slot or on another pool, or drops;
     ordered by previous start, then job order in the instance, so a listing reads as a timeline."""
     moves = [
-        Move(
-            old.job,
-            old.pool,
-            old.start,
-            old.end,
-            None if a is None else a.pool,
-            None if a is None else a.start,
-            None if a is None else a.end,
-        )
-        for old, a in _compared(instance, previous, new)
-        if a is None or a.start != old.start or a.pool != old.pool
+        m for old, a in _compared(instance, previous, new) if (m := job_move(old, a)) is not None
     ]
     moves.sort(key=lambda m: (m.old_start, instance.job_index[m.job]))
     return moves

@@ -12,10 +12,18 @@ from typing import Annotated
 
 import typer
 
-from horizon_opt.check import check
+from horizon_opt.check import check, ensure_valid
 from horizon_opt.compare import compare_plans, format_comparison
+from horizon_opt.diff import format_diff, plan_diff
 from horizon_opt.errors import InputError
+from horizon_opt.explain import explain
 from horizon_opt.export.charts import save_figure
+from horizon_opt.export.explanations import (
+    explanations_csv,
+    explanations_json,
+    format_explanations,
+    format_one,
+)
 from horizon_opt.instance import Instance, duration_minutes
 from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.metrics import evaluate
@@ -29,6 +37,16 @@ from horizon_opt.solvers.options import MAX_SEED, default_workers
 from horizon_opt.spec import InstanceSpec
 from horizon_opt.validate import validate
 from horizon_opt.version import __version__
+from horizon_opt.whatif import (
+    METAVAR,
+    Change,
+    ChangeKind,
+    format_what_if,
+    parse_change,
+    solve_what_if,
+    what_if_instances,
+    what_if_json,
+)
 
 app = typer.Typer(
     help=(
@@ -527,6 +545,213 @@ def compare_cmd(
         with _input_errors(), writing("--output-dir", folder):
             path = write_report(inst, plans, folder / "report.html")
         typer.echo(f"report written to {path}")
+
+
+FORMATS = ("text", "json")
+Format = Annotated[
+    str, typer.Option("--format", "-f", help="text (a table) or json (for scripts).")
+]
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise InputError([f"--format: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}"])
+
+
+def _json(data: object) -> str:
+    return json.dumps(data, indent=1, allow_nan=False)
+
+
+@app.command("diff")
+def diff_cmd(
+    plan_a: Annotated[
+        Path, typer.Argument(metavar="A", help="The plan to compare against (JSON).")
+    ],
+    plan_b: Annotated[Path, typer.Argument(metavar="B", help="The other plan (JSON).")],
+    instance: Annotated[
+        Path | None,
+        typer.Option(
+            "--instance",
+            "-i",
+            help="The plans' instance: both are checked against it, figures are recomputed, "
+            "and deadlines say which jobs are newly on time.",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Format = "text",
+) -> None:
+    """What changed from plan A to plan B: jobs added, dropped and moved; pwo, utilization and
+    jobs on time."""
+    with _input_errors():
+        _check_format(fmt)
+        a, b = Plan.read(plan_a), Plan.read(plan_b)
+        inst = None if instance is None else load_instance(instance)
+        if inst is not None:
+            ensure_valid(inst, a, str(plan_a))
+            ensure_valid(inst, b, str(plan_b))
+    if a.instance != b.instance:
+        typer.echo(
+            f"warning: {plan_a} is a plan of {a.instance!r}, {plan_b} of {b.instance!r}", err=True
+        )
+    result = plan_diff(a, b, inst)
+    if fmt == "json":
+        typer.echo(_json(result.to_json()))
+    else:
+        typer.echo(format_diff(result, (str(plan_a), str(plan_b))))
+
+
+def _changes(kind: ChangeKind, texts: list[str] | None) -> list[Change]:
+    return [parse_change(text, kind) for text in texts or ()]
+
+
+def _change_option(kind: ChangeKind, what: str) -> object:
+    return typer.Option(
+        f"--{kind}",
+        metavar=METAVAR[kind],
+        help=f"{what}. Repeat for more.",
+        show_default=False,
+    )
+
+
+@app.command("whatif")
+def whatif_cmd(
+    instance: InstanceArg,
+    solver: Annotated[
+        str,
+        typer.Option(help=f"Plans both instances; one of:\n\n{SOLVER_LIST}", show_default=False),
+    ],
+    add: Annotated[
+        list[str] | None,
+        _change_option("add", "N more nodes in pool POOL, named on from its last (h100=2)"),
+    ] = None,
+    remove: Annotated[
+        list[str] | None,
+        _change_option("remove", "N fewer nodes in pool POOL, from its last (h100=2)"),
+    ] = None,
+    outage: Annotated[
+        list[str] | None,
+        _change_option(
+            "outage",
+            "NODE is also down from FROM to TO: slots (h100-3:10-20), or ISO times when the "
+            "horizon has a start",
+        ),
+    ] = None,
+    demand: Annotated[
+        list[str] | None,
+        _change_option("demand", "SERVICE's forecast demand times FACTOR (chat*1.2)"),
+    ] = None,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", "-t", help="Seconds per cpsat plan.", min=0.1)
+    ] = 20.0,
+    workers: Workers = DEFAULT_WORKERS,
+    seed: Seed = 0,
+    fmt: Format = "text",
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the changed instance's plan here (JSON).",
+            show_default=False,
+            parser=_file_name,
+        ),
+    ] = None,
+) -> None:
+    """What if the cluster changed: plan the instance as written and as changed (more or fewer
+    nodes, an outage, scaled demand) with one solver, and compare the plans."""
+    with _input_errors():
+        _check_solver(solver)
+        _check_format(fmt)
+        check_outputs(
+            [] if output is None else [Output("--output", output)],
+            [("the instance file", instance)],
+        )
+        changes = [
+            *_changes("add", add),
+            *_changes("remove", remove),
+            *_changes("outage", outage),
+            *_changes("demand", demand),
+        ]
+        if not changes:
+            raise InputError(["give at least one change: --add, --remove, --outage or --demand"])
+        before, after = what_if_instances(instance, changes)
+        _warn(instance, before)
+        options = _options(time_limit, workers, seed, None, None)
+    result = solve_what_if(before, after, changes, solver, options)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    if output is not None:
+        with _input_errors(), writing("--output", output):
+            result.changed.write(output)
+    if fmt == "json":
+        typer.echo(_json(what_if_json(result)))
+    else:
+        typer.echo(format_what_if(result))
+    if output is not None:
+        typer.echo(f"plan of the changed instance written to {output}", err=fmt == "json")
+
+
+EXPLAIN_FORMATS = ("text", "json", "csv")
+
+
+@app.command("explain")
+def explain_cmd(
+    instance: InstanceArg,
+    plan_file: Annotated[
+        Path, typer.Argument(metavar="PLAN", help="A plan of the instance (JSON).")
+    ],
+    job: Annotated[
+        str | None, typer.Option("--job", "-j", help="Only this job.", show_default=False)
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text (for people), json (for scripts) or csv (one row per job: every job's "
+            "predicted start in one table).",
+        ),
+    ] = "text",
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write here instead of the terminal.",
+            show_default=False,
+            parser=_file_name,
+        ),
+    ] = None,
+) -> None:
+    """When each job starts, its earliest start alone on the cluster, and for a late or unplanned
+    job: why (its cause code) and what it would take (a start by moving only lower-value work,
+    the priority that would outrank the work in its way)."""
+    with _input_errors():
+        if fmt not in EXPLAIN_FORMATS:
+            raise InputError(
+                [f"--format: unknown format {fmt!r}; choose one of {', '.join(EXPLAIN_FORMATS)}"]
+            )
+        check_outputs(
+            [] if output is None else [Output("--output", output, stdout=True)],
+            [("the instance file", instance), ("the plan file", plan_file)],
+        )
+        inst = load_instance(instance)
+        plan = Plan.read(plan_file)
+        records = explain(inst, plan, job, source=str(plan_file))
+    if fmt == "json":
+        text = explanations_json(plan, records)
+    elif fmt == "csv":
+        text = explanations_csv(inst, records)
+    elif job is not None:
+        text = format_one(inst, records[0])
+    else:
+        text = format_explanations(inst, plan, records)
+    if output is None or is_stdout(output):
+        typer.echo(text, nl=False)
+        return
+    with _input_errors(), writing("--output", output):
+        write_atomic(output, text)
+    typer.echo(f"written: {output}", err=True)
 
 
 EXPORT_FORMATS = ("csv", "gantt", "utilization")

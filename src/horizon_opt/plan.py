@@ -72,6 +72,10 @@ class InferenceBlock(_Model):
 class Unscheduled(_Model):
     job: Text
     reason: Text
+    code: Text | None = Field(
+        default=None,
+        description="the cause code (FORMAT.md, cause codes); plans of other tools may omit it",
+    )
 
 
 def _extra_problem(value: Any, where: str) -> str | None:

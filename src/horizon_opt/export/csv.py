@@ -1,4 +1,5 @@
-"""A plan as two CSV tables for spreadsheets: one row per assignment, one per inference block.
+"""A plan as two CSV tables for spreadsheets: one row per assignment (then one per unplanned job,
+with its cause code and reason), one per inference block.
 
 `write_csv(instance, plan, "plan.csv")` writes `plan.csv` (assignments) and `plan-inference.csv`
 (inference replica blocks). `read_csv("plan.csv")` turns the first back into the plan's
@@ -26,7 +27,7 @@ from horizon_opt.plan import Assignment, InferenceBlock, Plan
 
 T = TypeVar("T")
 
-ASSIGNMENT_COLUMNS = (
+READ_COLUMNS = (  # what `read_csv` needs: tables written before the cause columns still load
     "job",
     "kind",
     "priority",
@@ -44,6 +45,8 @@ ASSIGNMENT_COLUMNS = (
     "wait_h",
     "on_time",
 )
+# After the assignments, one row per unplanned job (no pool, no slots) with the plan's cause.
+ASSIGNMENT_COLUMNS = (*READ_COLUMNS, "status", "cause_code", "reason")
 INFERENCE_COLUMNS = (
     "service",
     "pool",
@@ -145,6 +148,27 @@ def assignment_rows(instance: Instance, plan: Plan) -> list[list[str]]:
                 "" if job.deadline is None else str(job.deadline),
                 _num((a.start - job.release) * h),
                 "yes" if on_time(instance, a.job, a.end) else "no",
+                "on-time" if on_time(instance, a.job, a.end) else "late",
+                "",
+                "",
+            ]
+        )
+    for u in plan.unscheduled:
+        job = instance.jobs[instance.job_index[u.job]]
+        rows.append(
+            [
+                _text(u.job),
+                job.kind,
+                _num(job.priority),
+                str(job.gpus),
+                *[""] * 8,
+                str(job.release),
+                "" if job.deadline is None else str(job.deadline),
+                "",
+                "no",
+                "not-planned",
+                u.code or "",
+                _text(u.reason),
             ]
         )
     return rows
@@ -200,12 +224,18 @@ def _read_rows(path: str | os.PathLike[str], columns: tuple[str, ...]) -> list[d
 
 
 def _read_table(
-    path: str | os.PathLike[str], columns: tuple[str, ...], parse: Callable[[dict[str, str]], T]
+    path: str | os.PathLike[str],
+    columns: tuple[str, ...],
+    parse: Callable[[dict[str, str]], T],
+    skip: Callable[[dict[str, str]], bool] = lambda row: False,
 ) -> list[T]:
-    """`parse` applied to every row; every bad row is reported (up to 20), with its line."""
+    """`parse` applied to every row but those to `skip`; every bad row is reported (up to 20),
+    with its line."""
     out: list[T] = []
     problems: list[str] = []
     for r, row in enumerate(_read_rows(path, columns)):
+        if skip(row):
+            continue
         try:
             out.append(parse(row))
         except ValueError as exc:  # also pydantic's ValidationError
@@ -216,10 +246,11 @@ def _read_table(
 
 
 def read_csv(path: str | os.PathLike[str]) -> list[Assignment]:
-    """The assignments of a table written by `write_csv` (GPU indices in ascending order)."""
+    """The assignments of a table written by `write_csv` (GPU indices in ascending order);
+    rows of unplanned jobs (no start slot) are skipped."""
     return _read_table(
         path,
-        ASSIGNMENT_COLUMNS,
+        READ_COLUMNS,
         lambda row: Assignment(
             job=_untext(row["job"]),
             pool=row["pool"],
@@ -229,6 +260,7 @@ def read_csv(path: str | os.PathLike[str]) -> list[Assignment]:
             start_time=row["start_time"] or None,
             end_time=row["end_time"] or None,
         ),
+        skip=lambda row: row.get("status") == "not-planned",
     )
 
 

@@ -3,8 +3,9 @@
 The file needs no network and nothing beside it: styles are inline, charts are PNG images
 embedded as `data:` URIs, there is no script and no external link, so it can be mailed around and
 opened anywhere. Sections: the instance; the plans side by side (the first is the reference for
-the deltas); the utilization chart and the Gantt chart of each plan; each plan's unscheduled jobs
-with their reasons; the jobs that waited longest.
+the deltas); the utilization chart and the Gantt chart of each plan; each plan's late and
+unplanned jobs with their cause codes and what it would take (`explain`); the jobs that waited
+longest.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,11 +21,14 @@ import numpy as np
 
 from horizon_opt.check import check
 from horizon_opt.comparison_table import Column, compare_columns, to_html
+from horizon_opt.explain import explain
 from horizon_opt.export._common import ensure_plan_fits
+from horizon_opt.export.explanations import what_it_takes
 from horizon_opt.instance import Instance
 from horizon_opt.io import write_atomic
 from horizon_opt.metrics import evaluate, on_time
 from horizon_opt.plan import Plan
+from horizon_opt.solvers.causes import MEANING
 from horizon_opt.spec import JOB_KINDS
 from horizon_opt.version import __version__
 
@@ -43,8 +48,8 @@ th, td { padding: 3px 10px; border-bottom: 1px solid #e3e3e3; text-align: right;
          vertical-align: top; }
 th { background: #f3f5f8; font-weight: 600; }
 td.l, th.l { text-align: left; }
-table.unscheduled td:last-child, table.unscheduled th:last-child { text-align: left;
-    max-width: 640px; }
+table.unscheduled td:nth-last-child(-n+2), table.unscheduled th:nth-last-child(-n+2) {
+    text-align: left; max-width: 520px; }
 tr.sub td:first-child { padding-left: 26px; color: #555; }
 table.metrics td:first-child, table.metrics th:first-child { text-align: left; }
 table.metrics th.ref { background: #e6ecf4; }
@@ -261,29 +266,74 @@ def _charts_section(instance: Instance, planned: Sequence[Column]) -> str:
     return "\n".join(util + gantt)
 
 
-def _unscheduled_section(instance: Instance, planned: Sequence[Column]) -> str:
-    out = ['<h2 id="unscheduled">Unscheduled jobs</h2>']
-    for p in planned:
-        jobs = [(instance.jobs[instance.job_index[u.job]], u.reason) for u in p.plan.unscheduled]
-        jobs.sort(key=lambda jr: -jr[0].value)
-        out.append(f"<h3>{_e(p.label)}: {len(jobs)} unscheduled</h3>")
-        if not jobs:
-            out.append('<p class="muted">Every job runs.</p>')
-            continue
-        rows = [
+def _why_rows(instance: Instance, column: Column) -> list[list[str]]:
+    """One row per late or unplanned job, most valuable first: `explain`'s answer when the plan
+    passes the checker, else the plan's own reasons."""
+    if column.violations == 0:
+        found = [r for r in explain(instance, column.plan) if r.code is not None]
+        found.sort(key=lambda r: -r.value)
+        return [
             [
-                _e(j.id),
-                _e(j.kind.replace("_", " ")),
-                f"{j.priority:g}",
-                str(j.gpus),
-                f"{j.work_hours:,.1f}",
-                f"{j.value:,.1f}",
-                _e(reason),
+                _e(r.job),
+                _e(r.status),
+                f"{r.priority:g}",
+                f"{r.value:,.1f}",
+                "-" if r.earliest_alone is None else _when(instance, r.earliest_alone),
+                _e(r.code),
+                _e(r.reason),
+                "<br>".join(_e(line) for line in what_it_takes(instance, r)),
             ]
-            for j, reason in jobs
+            for r in found
         ]
+    jobs = [(instance.jobs[instance.job_index[u.job]], u) for u in column.plan.unscheduled]
+    jobs.sort(key=lambda ju: -ju[0].value)
+    return [
+        [
+            _e(j.id),
+            "not-planned",
+            f"{j.priority:g}",
+            f"{j.value:,.1f}",
+            "",
+            _e(u.code or ""),
+            _e(u.reason),
+            '<span class="muted">(the plan fails the checker)</span>',
+        ]
+        for j, u in jobs
+    ]
+
+
+def _unscheduled_section(instance: Instance, planned: Sequence[Column]) -> str:
+    out = ['<h2 id="unscheduled">Why jobs wait: late and unplanned jobs</h2>']
+    out.append(
+        '<p class="sub">Each late or unplanned job with its cause code (the first that holds, in '
+        "this order): "
+        + "; ".join(f"<b>{_e(code)}</b>: {_e(text)}" for code, text in MEANING.items())
+        + ". &ldquo;Alone&rdquo; is the earliest start the job would have with no other batch "
+        "work.</p>"
+    )
+    for p in planned:
+        rows = _why_rows(instance, p)
+        out.append(f"<h3>{_e(p.label)}: {len(rows)} late or unplanned</h3>")
+        if not rows:
+            out.append('<p class="muted">Every job runs on time.</p>')
+            continue
+        counts = Counter(row[5] for row in rows)
+        out.append(
+            '<p class="sub">'
+            + ", ".join(f"{n} {code}" for code, n in counts.most_common())
+            + "</p>"
+        )
         table = _table(
-            ["job", "kind", "priority", "GPUs", "work GPU-h", "value", "reason"],
+            [
+                "job",
+                "status",
+                "priority",
+                "value",
+                "alone",
+                "cause",
+                "reason",
+                "what it would take",
+            ],
             rows,
             2,
             cls="unscheduled",
@@ -381,7 +431,7 @@ def report_html(
             ("plans", "Plans"),
             ("utilization", "Utilization"),
             ("gantt", "Gantt"),
-            ("unscheduled", "Unscheduled"),
+            ("unscheduled", "Why jobs wait"),
             ("waits", "Longest waits"),
         ]
     )

@@ -19,6 +19,7 @@ from horizon_opt.inference import Layout
 from horizon_opt.instance import Instance, topological_order
 from horizon_opt.metrics import evaluate
 from horizon_opt.plan import Assignment, InferenceBlock, Plan, Status, Unscheduled
+from horizon_opt.solvers.causes import Cause
 
 
 @dataclass(frozen=True)
@@ -168,17 +169,18 @@ def build_plan(
     solver: str,
     placements: Sequence[Placement],
     layout: Layout,
-    reasons: Mapping[int, str],
+    reasons: Mapping[int, Cause],
     *,
     started: float,
     status: Status = "heuristic",
     bound: float | None = None,
     build_seconds: float | None = None,
 ) -> Plan:
-    """Assemble, evaluate and stamp a plan. Jobs not placed must have a reason in `reasons`."""
+    """Assemble, evaluate and stamp a plan; `reasons` holds the cause of every job not placed
+    (`causes.unscheduled_causes`)."""
     placed = {p.job for p in placements}
     unscheduled = [
-        Unscheduled(job=j.id, reason=reasons.get(j.index, "not scheduled"))
+        Unscheduled(job=j.id, reason=reasons[j.index].sentence, code=reasons[j.index].code)
         for j in instance.jobs
         if j.index not in placed
     ]

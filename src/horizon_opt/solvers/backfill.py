@@ -30,26 +30,14 @@ import time
 import numpy as np
 
 from horizon_opt.inference import Layout, elastic_layout, static_peak_layout
-from horizon_opt.instance import Instance, IntArray, earliest_starts
+from horizon_opt.instance import Instance, IntArray
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.assemble import Placement, build_plan
-from horizon_opt.solvers.grid import CapacityGrid, Fit
+from horizon_opt.solvers.diagnosis import unscheduled_causes
+from horizon_opt.solvers.grid import CapacityGrid, earliest_start
 from horizon_opt.solvers.options import SolveOptions
-from horizon_opt.solvers.reasons import why_not_planned
 
 MAX_JOB_TEST = 500  # waiting jobs planned per pass, as Slurm's bf_max_job_test default
-
-
-def _earliest(grid: CapacityGrid, instance: Instance, j: int, t: int) -> Fit | None:
-    """The earliest-starting fit from slot t over the job's pools (ties: fastest pool, first)."""
-    job = instance.jobs[j]
-    best: Fit | None = None
-    for p, d in sorted(job.durations.items(), key=lambda item: (item[1], item[0])):
-        limit = instance.slots if best is None else min(instance.slots, best.start + d)
-        fit = grid.earliest_in_pool(instance.pools[p], job.gangs[p], d, t, limit, "first")
-        if fit is not None and (best is None or fit.start < best.start):
-            best = fit
-    return best
 
 
 def _pass_slots(instance: Instance, layout: Layout) -> list[int]:
@@ -90,7 +78,7 @@ def solve(instance: Instance, options: SolveOptions | None = None, *, static: bo
             if t + min(job.durations.values()) > job.latest_end(S):
                 given_up.add(j)  # it can no longer end in time, on any pool
                 continue
-            fit = _earliest(grid, instance, j, t)
+            fit = earliest_start(grid, job, t, S)
             if fit is None:
                 continue  # no room as things stand: no reservation, wait for a later pass
             gang, d = job.gangs[fit.pool], job.durations[fit.pool]
@@ -101,11 +89,7 @@ def solve(instance: Instance, options: SolveOptions | None = None, *, static: bo
                 free[list(fit.nodes), t : t + d] -= gang.gpus_per_node
                 placements[j] = Placement(j, fit.pool, t, fit.nodes)
                 heapq.heappush(passes, t + d)
-    est = earliest_starts(instance)
-    reasons = {
-        j.index: why_not_planned(instance, j.index, placements, est[j.index])
-        for j in instance.jobs
-        if j.index not in placements
-    }
     name = "backfill-static" if static else "backfill"
-    return build_plan(instance, name, list(placements.values()), layout, reasons, started=started)
+    chosen = list(placements.values())
+    reasons = unscheduled_causes(instance, chosen, layout)
+    return build_plan(instance, name, chosen, layout, reasons, started=started)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import time
 
 from horizon_opt.inference import elastic_layout, static_peak_layout
-from horizon_opt.instance import Instance, earliest_starts, topological_order
+from horizon_opt.instance import Instance, topological_order
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 from horizon_opt.solvers.options import SolveOptions
-from horizon_opt.solvers.reasons import why_not_planned
 
 
 def release_order(instance: Instance) -> list[int]:
@@ -39,7 +39,6 @@ def solve(
     layout = elastic_layout(instance) if elastic else static_peak_layout(instance)
     grid = CapacityGrid(instance, layout.free)
     placements: dict[int, Placement] = {}
-    floors: dict[int, int] = {}  # the start FIFO considered first, for a job that did not fit
     floor = 0  # FIFO: no job starts before the job scheduled before it
     for j in release_order(instance):
         job = instance.jobs[j]
@@ -54,23 +53,12 @@ def solve(
             if fit is not None and (best is None or fit.start < best.start):
                 best = fit
         if best is None:
-            floors[j] = floor
             continue
         grid.occupy(best, job.gangs[best.pool], job.durations[best.pool])
         placements[j] = Placement(j, best.pool, best.start, best.nodes)
         floor = best.start
-    est = earliest_starts(instance)
-    reasons = {  # FIFO ignores deadlines: it aims for the end of the horizon
-        j.index: why_not_planned(
-            instance,
-            j.index,
-            placements,
-            est[j.index],
-            not_before=floors.get(j.index),
-            latest=instance.slots,
-        )
-        for j in instance.jobs
-        if j.index not in placements
-    }
+    done = list(placements.values())
+    rule = "FIFO starts no job before one released ahead of it has started"
+    reasons = unscheduled_causes(instance, done, layout, rule)
     name = "fifo-elastic" if elastic else "fifo"
-    return build_plan(instance, name, list(placements.values()), layout, reasons, started=started)
+    return build_plan(instance, name, done, layout, reasons, started=started)

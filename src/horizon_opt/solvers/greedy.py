@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable
 
 from horizon_opt.inference import elastic_layout
-from horizon_opt.instance import Instance, Job, earliest_starts
+from horizon_opt.instance import Instance, Job
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
+from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.listsched import (
     Rank,
     inherited_ranks,
@@ -29,7 +30,6 @@ from horizon_opt.solvers.listsched import (
     priority_release_order,
 )
 from horizon_opt.solvers.options import SolveOptions
-from horizon_opt.solvers.reasons import why_not_planned
 
 # The secondary rules tried, best plan kept: which one packs best depends on the instance.
 RULES: tuple[Callable[[Job], Rank], ...] = (
@@ -50,11 +50,5 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
         if best is None or value > best[0] + 1e-9:
             best = (value, placements)
     assert best is not None
-    placed = {p.job: p for p in best[1]}
-    est = earliest_starts(instance)
-    reasons = {
-        j.index: why_not_planned(instance, j.index, placed, est[j.index])
-        for j in instance.jobs
-        if j.index not in placed
-    }
+    reasons = unscheduled_causes(instance, best[1], layout)
     return build_plan(instance, "greedy", best[1], layout, reasons, started=started)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from horizon_opt.instance import Gang, Instance, IntArray, Pool
+from horizon_opt.instance import Gang, Instance, IntArray, Job, Pool
 
 NodeChoice = Literal["first", "best"]
 Failure = tuple[int, int, int, int, int]
@@ -92,3 +92,15 @@ class CapacityGrid:
 
     def occupy(self, fit: Fit, gang: Gang, duration: int) -> None:
         self.free[fit.start : fit.start + duration, list(fit.nodes)] -= gang.gpus_per_node
+
+
+def earliest_start(grid: CapacityGrid, job: Job, t0: int, latest_end: int) -> Fit | None:
+    """The earliest-starting fit from slot t0 that ends by `latest_end`, over the job's pools
+    (ties: fastest pool, then first)."""
+    best: Fit | None = None
+    for p, d in sorted(job.durations.items(), key=lambda item: (item[1], item[0])):
+        limit = latest_end if best is None else min(latest_end, best.start + d)
+        fit = grid.earliest_in_pool(grid.instance.pools[p], job.gangs[p], d, t0, limit, "first")
+        if fit is not None and (best is None or fit.start < best.start):
+            best = fit
+    return best

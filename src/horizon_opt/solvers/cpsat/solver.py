@@ -29,8 +29,8 @@ from horizon_opt.solvers.cpsat.guide import lp_guide
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.cpsat.lns import Lns
 from horizon_opt.solvers.cpsat.search import Search
+from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.options import SolveOptions
-from horizon_opt.solvers.reasons import why_not_planned
 
 
 def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
@@ -85,17 +85,15 @@ def _assemble(search: Search, inc: Incumbent, bound: float | None) -> Plan:
     proven = bound is not None and value >= bound - 1e-6 * max(1.0, bound)
     # Optimal for pwo only when no bonus is in the way: the bound is then pwo's own.
     status: Status = "optimal" if proven and pwo >= value - 1e-9 else "feasible"
-    reasons = {
-        j.index: why_not_planned(inst, j.index, inc.placements, search.est[j.index])
-        for j in inst.jobs
-        if j.index not in inc.placements
-    }
+    placements = list(inc.placements.values())
     return build_plan(
         inst,
         "cpsat",
-        list(inc.placements.values()),
+        placements,
         search.layout,
-        reasons,
+        unscheduled_causes(
+            inst, placements, search.layout, "the search did not place it there in its time"
+        ),
         started=search.budget.started,
         status=status,
         bound=value if proven else bound,

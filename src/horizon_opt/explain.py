@@ -1,0 +1,250 @@
+"""What people ask a scheduler about their job: when will it start, why not, what would it take.
+
+One record per job, read off a plan that passes the checker, from the whole plan (Slurm's
+`squeue --start` and reason codes, but true). For a late or unplanned job: the cause code that
+binds (`solvers.diagnosis`), the earliest start at which it fits by moving only lower-value
+work, and the value threshold of its best window: the priority above which it outranks every job
+in its way there. For every job: its earliest start alone, on the cluster with inference and
+outages but no other batch work, which tells "cannot on this cluster at all" apart from "lost to
+other work".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from horizon_opt.check import ensure_valid
+from horizon_opt.errors import InputError
+from horizon_opt.inference import plan_layout
+from horizon_opt.instance import Instance
+from horizon_opt.plan import Plan
+from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.causes import Cause, Code
+from horizon_opt.solvers.diagnosis import Diagnosis
+from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
+from horizon_opt.solvers.residual import residual_instance
+
+Status = Literal["on-time", "late", "not-planned", "running", "reserved"]
+
+_NO_PRIORITY = {
+    Code.NO_FITTING_POOL: "no allowed pool ever holds its gang",
+    Code.DEADLINE_IMPOSSIBLE: "it cannot end in time even alone on the cluster",
+    Code.PREDECESSOR_UNPLANNED: "it waits for a job that is not planned",
+    Code.PREDECESSOR_LATE: "a job it runs after ends too late",
+    Code.INFERENCE_RESERVED: "the plan's inference reservation, not batch work, takes its room",
+}
+
+
+@dataclass(frozen=True)
+class JobExplanation:
+    """One job's answer. Slots are the instance's; `*_time` are ISO times when it has a start.
+
+    `earliest_alone`: its earliest start alone on the cluster (after its release, `now`, and its
+    predecessors' shortest runs), None when no allowed pool ever holds it after that. For a late or unplanned job, `code` and `reason`
+    say what binds; `insert_at` is the earliest start (ending in time, after its planned
+    predecessors) at which it fits by moving only work worth less than it (`insert_moves`);
+    `priority_needed` is the priority above which it would outrank every job in the way at its
+    best window (`window_start` on `window_pool`), or None with `no_priority` saying why none is
+    enough.
+    """
+
+    job: str
+    status: Status
+    priority: float
+    value: float
+    deadline: int | None
+    pool: str | None
+    start: int | None
+    end: int | None
+    start_time: str | None
+    end_time: str | None
+    earliest_alone: int | None
+    earliest_alone_pool: str | None
+    code: str | None = None
+    reason: str | None = None
+    insert_at: int | None = None
+    insert_pool: str | None = None
+    insert_moves: tuple[str, ...] = ()
+    priority_needed: float | None = None
+    window_start: int | None = None
+    window_pool: str | None = None
+    window_moves: tuple[str, ...] = ()
+    no_priority: str | None = None
+
+    @property
+    def waits(self) -> int | None:
+        """Slots between its earliest start alone and its planned start."""
+        if self.start is None or self.earliest_alone is None:
+            return None
+        return self.start - self.earliest_alone
+
+
+class _Explainer:
+    """The plan's residual view (placed jobs are part of the cluster) and the grids at the value
+    thresholds asked so far."""
+
+    def __init__(self, instance: Instance, plan: Plan) -> None:
+        self.full = instance
+        self.inst = residual_instance(instance) if instance.placed else instance
+        layout = plan_layout(self.inst, plan)
+        if layout is None:  # the checker accepted the plan, so its inference fits
+            raise RuntimeError("internal error: the plan's inference layout does not fit")
+        index, pools = self.inst.job_index, self.inst.pool_index
+        self.placements = [
+            Placement(
+                index[a.job],
+                pools[a.pool],
+                a.start,
+                tuple(sorted(self.inst.node_index[n] for n in a.gpus)),
+            )
+            for a in plan.assignments
+            if a.job in index
+        ]
+        self.assigned = {a.job: a for a in plan.assignments}
+        self.diagnosis = Diagnosis(self.inst, self.placements, layout)
+        late = [
+            p.job
+            for p in self.placements
+            if p.end(self.inst) > self.inst.jobs[p.job].latest_end(self.inst.slots)
+        ]
+        placed = {p.job for p in self.placements}
+        unplanned = [j.index for j in self.inst.jobs if j.index not in placed]
+        self.causes = self.diagnosis.causes(unplanned + late)
+        self.values = sorted({self.diagnosis.value(p.job) for p in self.placements})
+        self._grids: dict[float, CapacityGrid] = {}
+
+    def _without_below(self, threshold: float, j: int) -> CapacityGrid:
+        """The plan's inference and its jobs other than j worth more than `threshold`."""
+        if j in self.diagnosis.placed:  # a late job: its own placement is left out, not cached
+            return self.diagnosis.grid(
+                p for p in self.placements if p.job != j and self.diagnosis.value(p.job) > threshold
+            )
+        if threshold not in self._grids:
+            self._grids[threshold] = self.diagnosis.grid(
+                p for p in self.placements if self.diagnosis.value(p.job) > threshold
+            )
+        return self._grids[threshold]
+
+    def best_window(self, j: int) -> tuple[float, Fit] | None:
+        """The lowest value v such that the job fits in time with only the jobs worth more
+        than v left in place, and that fit (a bisection: fewer jobs left, more room)."""
+        job = self.inst.jobs[j]
+        ready, latest = self.diagnosis.ready(j), job.latest_end(self.inst.slots)
+        lo, hi = 0, len(self.values)  # thresholds values[0..]; hi: every batch job moved
+        fit: tuple[float, Fit] | None = None
+        while lo < hi:
+            mid = (lo + hi) // 2
+            found = earliest_start(self._without_below(self.values[mid], j), job, ready, latest)
+            if found is None:
+                lo = mid + 1
+            else:
+                hi, fit = mid, (self.values[mid], found)
+        return fit
+
+    def moves(self, fit: Fit, j: int, threshold: float) -> tuple[str, ...]:
+        """Jobs in the way at `fit` worth at most `threshold`, most valuable first."""
+        holders = [
+            q
+            for worth_less in (False, True)
+            for q in self.diagnosis.holders(fit, j, worth_less)
+            if self.diagnosis.value(q) <= threshold
+        ]
+        holders.sort(key=lambda q: (-self.diagnosis.value(q), q))
+        return tuple(self.inst.jobs[q].id for q in holders)
+
+    def record(self, job_id: str) -> JobExplanation:
+        whole = self.full.jobs[self.full.job_index[job_id]]
+        a = self.assigned.get(job_id)
+        base: dict[str, Any] = {
+            "job": job_id,
+            "priority": whole.priority,
+            "value": whole.value,
+            "deadline": whole.deadline,
+            "pool": None if a is None else a.pool,
+            "start": None if a is None else a.start,
+            "end": None if a is None else a.end,
+            "start_time": None if a is None else a.start_time,
+            "end_time": None if a is None else a.end_time,
+        }
+        if whole.placed is not None:
+            status: Status = "running" if whole.placed.start < self.full.now else "reserved"
+            return JobExplanation(
+                status=status, earliest_alone=None, earliest_alone_pool=None, **base
+            )
+        j = self.inst.job_index[job_id]
+        job = self.inst.jobs[j]
+        alone = earliest_start(self.diagnosis.alone, job, self.diagnosis.est[j], self.inst.slots)
+        base["earliest_alone"] = None if alone is None else alone.start
+        base["earliest_alone_pool"] = None if alone is None else self.inst.pools[alone.pool].name
+        cause = self.causes.get(j)
+        if cause is None:
+            return JobExplanation(status="on-time", **base)
+        return JobExplanation(
+            status="late" if a is not None else "not-planned",
+            code=str(cause.code),
+            reason=cause.sentence,
+            **base,
+            **self._what_it_takes(j, cause),
+        )
+
+    def _what_it_takes(self, j: int, cause: Cause) -> dict[str, Any]:
+        pools = self.inst.pools
+        if cause.code in _NO_PRIORITY:
+            return {"no_priority": _NO_PRIORITY[cause.code]}
+        if cause.code == Code.ROOM_UNUSED:  # it fits as things stand: any priority will do
+            assert cause.window is not None
+            here = {"pool": pools[cause.window.pool].name, "start": cause.window.start}
+            return {
+                "insert_at": here["start"],
+                "insert_pool": here["pool"],
+                "priority_needed": 0.0,
+                "window_start": here["start"],
+                "window_pool": here["pool"],
+            }
+        job = self.inst.jobs[j]
+        out: dict[str, Any] = {}
+        insert = earliest_start(
+            self._without_below(_just_below(job.value), j),
+            job,
+            self.diagnosis.ready(j),
+            job.latest_end(self.inst.slots),
+        )
+        if insert is not None:
+            out |= {
+                "insert_at": insert.start,
+                "insert_pool": pools[insert.pool].name,
+                "insert_moves": self.moves(insert, j, _just_below(job.value)),
+            }
+        best = self.best_window(j)
+        if best is None:  # cannot happen past the inference check, but never a made-up number
+            return out | {"no_priority": "no window fits even with every batch job moved"}
+        threshold, fit = best
+        return out | {
+            "priority_needed": threshold / job.work_hours,
+            "window_start": fit.start,
+            "window_pool": pools[fit.pool].name,
+            "window_moves": self.moves(fit, j, threshold),
+        }
+
+
+def _just_below(value: float) -> float:
+    """The largest float below `value`: jobs worth more than it are those worth at least `value`."""
+    return math.nextafter(value, -math.inf)
+
+
+def explain(
+    instance: Instance, plan: Plan, job: str | None = None, source: str = "the plan"
+) -> list[JobExplanation]:
+    """One record per job of the instance (or for `job` alone), in the instance's order.
+
+    Raises InputError when the plan (named `source`) does not pass the checker for this
+    instance, or `job` is not one of its jobs.
+    """
+    ensure_valid(instance, plan, source)
+    if job is not None and job not in instance.job_index:
+        raise InputError([f"--job: no job {job!r} in instance {instance.name!r}"])
+    explainer = _Explainer(instance, plan)
+    ids = [job] if job is not None else [j.id for j in instance.jobs]
+    return [explainer.record(i) for i in ids]

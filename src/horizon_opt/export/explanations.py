@@ -1,0 +1,201 @@
+"""`explain`'s records as text for people, CSV for spreadsheets (one row per job: the predicted
+start of every job in one table) and JSON for scripts."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+from collections import Counter
+from collections.abc import Sequence
+
+from horizon_opt.explain import JobExplanation
+from horizon_opt.instance import Instance
+from horizon_opt.plan import Plan
+
+CSV_COLUMNS = (
+    "job",
+    "status",
+    "priority",
+    "value",
+    "pool",
+    "start_slot",
+    "end_slot",
+    "start_time",
+    "end_time",
+    "deadline_slot",
+    "earliest_alone_slot",
+    "earliest_alone_pool",
+    "waits_h",
+    "cause_code",
+    "reason",
+    "insert_slot",
+    "insert_pool",
+    "insert_moves",
+    "priority_needed",
+    "window_slot",
+    "window_pool",
+    "window_moves",
+    "no_priority",
+)
+
+
+def _opt(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return ""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def explanations_csv(instance: Instance, records: Sequence[JobExplanation]) -> str:
+    """One row per job; moves are job ids separated by spaces."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(CSV_COLUMNS)
+    h = instance.hours_per_slot
+    for r in records:
+        writer.writerow(
+            [
+                r.job,
+                r.status,
+                _num(r.priority),
+                _num(r.value),
+                _opt(r.pool),
+                _opt(r.start),
+                _opt(r.end),
+                _opt(r.start_time),
+                _opt(r.end_time),
+                _opt(r.deadline),
+                _opt(r.earliest_alone),
+                _opt(r.earliest_alone_pool),
+                "" if r.waits is None else _num(r.waits * h),
+                _opt(r.code),
+                _opt(r.reason),
+                _opt(r.insert_at),
+                _opt(r.insert_pool),
+                " ".join(r.insert_moves),
+                _num(r.priority_needed),
+                _opt(r.window_start),
+                _opt(r.window_pool),
+                " ".join(r.window_moves),
+                _opt(r.no_priority),
+            ]
+        )
+    return buf.getvalue()
+
+
+def explanations_json(plan: Plan, records: Sequence[JobExplanation]) -> str:
+    jobs = [dataclasses.asdict(r) | {"waits": r.waits} for r in records]
+    data = {"instance": plan.instance, "solver": plan.solver, "jobs": jobs}
+    return json.dumps(data, indent=1) + "\n"
+
+
+def _names(ids: Sequence[str], limit: int = 4) -> str:
+    more = len(ids) - limit
+    return ", ".join(ids[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
+def _when(instance: Instance, slot: int | None) -> str:
+    if slot is None:
+        return "-"
+    at = instance.slot_time(slot)
+    return str(slot) if at is None else f"{slot} ({at:%a %H:%M})"
+
+
+def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
+    """The lines that say what it would take to plan a late or unplanned job in time."""
+    lines = []
+    if r.no_priority is not None:
+        lines.append(f"no priority is enough: {r.no_priority}")
+    if r.priority_needed is not None:
+        where = f"slot {_when(instance, r.window_start)} on {r.window_pool}"
+        ahead = f", ahead of {_names(r.window_moves)}" if r.window_moves else ""
+        if r.priority_needed == 0:
+            lines.append(f"it fits at {where} as the plan stands")
+        elif r.priority_needed < r.priority:
+            lines.append(
+                f"it already outranks the work at {where}{ahead} (priority above "
+                f"{r.priority_needed:.3g} would do; it has {r.priority:g})"
+            )
+        else:
+            lines.append(
+                f"with priority above {r.priority_needed:.3g} (now {r.priority:g}) it would "
+                f"outrank the work at {where}{ahead}"
+            )
+    if r.insert_at is not None and r.priority_needed != 0:
+        moving = f", moving {_names(r.insert_moves)}" if r.insert_moves else ""
+        lines.append(
+            f"moving only lower-value work, it could start at slot "
+            f"{_when(instance, r.insert_at)} on {r.insert_pool}{moving}"
+        )
+    elif r.code is not None and r.no_priority is None and r.insert_at is None:
+        lines.append("moving only lower-value work: no window ends in time")
+    return lines
+
+
+def format_explanations(instance: Instance, plan: Plan, records: Sequence[JobExplanation]) -> str:
+    """A table of every job (status, planned start, earliest start alone, cause), then, for each
+    late or unplanned job, its reason and what it would take."""
+    counts = Counter(r.status for r in records)
+    head = (
+        f"plan {plan.solver} for {plan.instance}: "
+        + ", ".join(f"{n} {status}" for status, n in counts.items())
+        + f" (slots of {instance.slot_minutes} min)"
+    )
+    rows = [("job", "status", "pool", "start", "end", "alone", "waits", "cause")]
+    for r in records:
+        rows.append(
+            (
+                r.job,
+                r.status,
+                r.pool or "-",
+                _opt(r.start) or "-",
+                _opt(r.end) or "-",
+                _opt(r.earliest_alone) or "-",
+                _opt(r.waits) or "-",
+                r.code or "",
+            )
+        )
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    right = {3, 4, 5, 6}
+    table = [
+        "  ".join(
+            cell.rjust(widths[c]) if c in right else cell.ljust(widths[c])
+            for c, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
+    out = [head, "", *table]
+    for r in records:
+        if r.code is None:
+            continue
+        out += ["", f"{r.job} ({r.status}, {r.code}): {r.reason}"]
+        out += [f"  {line}" for line in what_it_takes(instance, r)]
+    return "\n".join(out) + "\n"
+
+
+def format_one(instance: Instance, r: JobExplanation) -> str:
+    """One job's answer, as a short block."""
+    lines = [f"{r.job}: {r.status}, priority {r.priority:g}, value {r.value:,.0f}"]
+    if r.start is not None:
+        lines.append(
+            f"  planned: slot {_when(instance, r.start)} to {_when(instance, r.end)} on {r.pool}"
+        )
+    if r.deadline is not None:
+        lines.append(f"  deadline: slot {_when(instance, r.deadline)}")
+    if r.status not in ("running", "reserved"):
+        alone = (
+            "never (no allowed pool holds it)"
+            if r.earliest_alone is None
+            else f"slot {_when(instance, r.earliest_alone)} on {r.earliest_alone_pool}"
+        )
+        lines.append(f"  earliest start alone on the cluster: {alone}")
+    if r.code is not None:
+        lines.append(f"  cause: {r.code}: {r.reason}")
+        lines += [f"  {line}" for line in what_it_takes(instance, r)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,247 @@
+"""Why a job is late or not in a plan: the cause code that holds, with a sentence that names
+what binds. Every solver's `unscheduled` reasons, `explain`, the CSV export and the report
+use it, so a job gets the same answer whichever solver planned it.
+
+The cause is read off the plan as it stands (its placements and its inference layout), never
+off the moment a solver gave up on the job: a predecessor may have been dropped later, and a
+solver that never "tries" jobs one by one (cpsat) needs the same answer. Four views of the
+cluster are searched for the job's earliest window (each a `CapacityGrid`):
+
+- alone: outages and the inference requirement (`req`, packed low as the elastic layout
+  packs it), no batch work; the job starts no earlier than its release and its predecessors'
+  shortest runs;
+- reserved: the plan's own inference layout, no batch work;
+- outranked: the plan's inference and its batch jobs worth at least as much as the job;
+- the plan: its inference and all of its batch jobs.
+
+The first code that holds binds (`Code` lists them in that order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from horizon_opt.inference import Layout, elastic_layout
+from horizon_opt.instance import Instance, Job, earliest_starts
+from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.causes import Cause, Code
+from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
+from horizon_opt.solvers.listsched import earliest_end
+
+
+def _until(job: Job, slots: int) -> tuple[str, str]:
+    """('end by its deadline (slot d)', 'its deadline (slot d)'), or the same for the horizon."""
+    latest = job.latest_end(slots)
+    if job.deadline is not None and latest < slots:
+        return f"end by its deadline (slot {latest})", f"its deadline (slot {latest})"
+    return f"end within the horizon ({slots} slots)", f"the end of the horizon (slot {slots})"
+
+
+class Diagnosis:
+    """The causes of the late and unplanned jobs of one plan: `placements` and the `layout` of
+    its inference."""
+
+    def __init__(
+        self,
+        instance: Instance,
+        placements: Sequence[Placement],
+        layout: Layout,
+        unused: str = "the solver did not place it there",
+    ) -> None:
+        self.instance = instance
+        self.unused = unused  # why room the plan leaves is not used, when the solver knows
+        self.placed = {p.job: p for p in placements}
+        self.free = layout.free
+        self.alone = CapacityGrid(instance, elastic_layout(instance).free)
+        self.est = earliest_starts(instance)  # release, and predecessors' shortest runs
+        self.reserved = CapacityGrid(instance, layout.free)
+        self._full: CapacityGrid | None = None
+
+    def value(self, j: int) -> float:
+        return self.instance.jobs[j].value
+
+    def grid(self, keep: Iterable[Placement]) -> CapacityGrid:
+        """The plan's inference and the placements `keep`."""
+        grid = CapacityGrid(self.instance, self.free)
+        for p in keep:
+            self._occupy(grid, p)
+        return grid
+
+    def _occupy(self, grid: CapacityGrid, p: Placement) -> None:
+        job = self.instance.jobs[p.job]
+        grid.occupy(Fit(p.pool, p.start, p.nodes), job.gangs[p.pool], job.durations[p.pool])
+
+    def causes(self, jobs: Iterable[int]) -> dict[int, Cause]:
+        """The cause of each of `jobs` (unplanned, or planned late).
+
+        Unplanned jobs go from the most valuable down, so one grid serves all of them as the
+        outranked view: it only gains placements (and a grid's remembered failures stay true).
+        """
+        out: dict[int, Cause] = {}
+        unplanned = sorted((j for j in jobs if j not in self.placed), key=self.value, reverse=True)
+        ranked = sorted(self.placed.values(), key=lambda p: self.value(p.job), reverse=True)
+        outranked, k = CapacityGrid(self.instance, self.free), 0
+        for j in unplanned:
+            while k < len(ranked) and self.value(ranked[k].job) >= self.value(j):
+                self._occupy(outranked, ranked[k])
+                k += 1
+            out[j] = self._cause(j, self.full, outranked)
+        for j in jobs:
+            if j in self.placed:  # planned late: its own GPUs are not in its way
+                others = [p for p in self.placed.values() if p.job != j]
+                outranked_j = self.grid(p for p in others if self.value(p.job) >= self.value(j))
+                out[j] = self._cause(j, self.grid(others), outranked_j)
+        return out
+
+    @property
+    def full(self) -> CapacityGrid:
+        if self._full is None:
+            self._full = self.grid(self.placed.values())
+        return self._full
+
+    def ready(self, j: int) -> int:
+        """Job j's earliest start in this plan: its release and its planned predecessors' ends."""
+        job = self.instance.jobs[j]
+        ends = [self.placed[q].end(self.instance) for q in job.after if q in self.placed]
+        return max([job.release, *ends])
+
+    def holders(self, fit: Fit, j: int, worth_less: bool) -> tuple[int, ...]:
+        """The plan's jobs (other than j) on the window's nodes during it, worth less than j or
+        at least as much, most valuable first."""
+        job, nodes = self.instance.jobs[j], set(fit.nodes)
+        end = fit.start + job.durations[fit.pool]
+        found = [
+            p.job
+            for p in self.placed.values()
+            if p.job != j
+            and nodes.intersection(p.nodes)
+            and p.start < end
+            and fit.start < p.end(self.instance)
+            and (self.value(p.job) < job.value) == worth_less
+        ]
+        return tuple(sorted(found, key=lambda q: (-self.value(q), q)))
+
+    def _named(self, jobs: Sequence[int], limit: int = 3) -> str:
+        names = [f"{self.instance.jobs[q].id} ({self.value(q):,.0f})" for q in jobs[:limit]]
+        more = len(jobs) - limit
+        return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+    def _where(self, fit: Fit) -> str:
+        return f"slot {fit.start} on {self.instance.pools[fit.pool].name}"
+
+    def _cause(self, j: int, full: CapacityGrid, outranked: CapacityGrid) -> Cause:
+        inst, job = self.instance, self.instance.jobs[j]
+        S, latest = inst.slots, job.latest_end(inst.slots)
+        end_in_time, until = _until(job, S)
+        if earliest_start(self.alone, job, 0, S) is None:
+            return Cause(Code.NO_FITTING_POOL, self._no_pool(job))
+        est = self.est[j]
+        if earliest_start(self.alone, job, est, latest) is None:
+            first = earliest_end(self.alone, job, est, S)
+            since = (
+                f"released at slot {est}"
+                if est == job.release
+                else f"after its predecessors' shortest runs (slot {est})"
+            )
+            shortest = min(job.durations.values())
+            when = (
+                f"{since}, it needs {shortest} slot{'s' if shortest > 1 else ''} on its fastest "
+                f"pool, and no window ends by slot {S}"
+                if first is None
+                else f"its earliest end is slot {first.start + job.durations[first.pool]} "
+                f"(from {self._where(first)})"
+            )
+            return Cause(
+                Code.DEADLINE_IMPOSSIBLE,
+                f"cannot {end_in_time} even alone on the cluster, beside inference and "
+                f"outages: {when}",
+                first,
+            )
+        missing = [q for q in job.after if q not in self.placed]
+        if missing:
+            verb = "is" if len(missing) == 1 else "are"
+            names = ", ".join(inst.jobs[q].id for q in missing)
+            return Cause(
+                Code.PREDECESSOR_UNPLANNED, f"runs after {names}, which {verb} not planned"
+            )
+        ready = self.ready(j)
+        if earliest_start(self.alone, job, ready, latest) is None:
+            last = max(job.after, key=lambda q: self.placed[q].end(inst))
+            return Cause(
+                Code.PREDECESSOR_LATE,
+                f"runs after {inst.jobs[last].id}, which ends at slot {ready}: too late to "
+                f"{end_in_time}",
+            )
+        beside_inference = earliest_start(self.reserved, job, ready, latest)
+        if beside_inference is None:
+            fit = earliest_start(self.alone, job, ready, latest)
+            assert fit is not None
+            return Cause(
+                Code.INFERENCE_RESERVED,
+                f"the plan's inference reservation leaves it no room from slot {ready} to "
+                f"{until}; the forecast requirement alone would let it start at "
+                f"{self._where(fit)}",
+                fit,
+            )
+        room = earliest_start(full, job, ready, latest)
+        if room is not None:
+            return Cause(
+                Code.ROOM_UNUSED,
+                f"fits as the plan stands, from {self._where(room)}; {self.unused}",
+                room,
+            )
+        fit = earliest_start(outranked, job, ready, latest)
+        if fit is not None:
+            holders = self.holders(fit, j, worth_less=True)
+            return Cause(
+                Code.LOWER_VALUE_WORK,
+                f"would fit from {self._where(fit)} by moving work worth less than it "
+                f"({job.value:,.0f}): {self._named(holders)}",
+                fit,
+                holders,
+            )
+        holders = self.holders(beside_inference, j, worth_less=False)
+        return Cause(
+            Code.HIGHER_VALUE_WORK,
+            f"work worth at least as much as it ({job.value:,.0f}) holds every window from "
+            f"slot {ready} to {until}; at {self._where(beside_inference)}: "
+            f"{self._named(holders)}",
+            beside_inference,
+            holders,
+        )
+
+    def _no_pool(self, job: Job) -> str:
+        """Why no allowed pool ever holds the gang, at any time in the horizon: per pool, its run
+        time against the horizon, or the most nodes that keep enough GPUs free for a whole run."""
+        S, parts = self.instance.slots, []
+        for p, d in sorted(job.durations.items()):
+            pool, gang = self.instance.pools[p], job.gangs[p]
+            if d > S:
+                parts.append(f"{pool.name}: runs {d} slots, longer than the horizon ({S})")
+                continue
+            free = self.alone.free[:, pool.first_node : pool.first_node + pool.nodes]
+            windows = np.lib.stride_tricks.sliding_window_view(free, d, axis=0).min(axis=2)
+            most = int((windows >= gang.gpus_per_node).sum(axis=1).max(initial=0))
+            parts.append(
+                f"{pool.name}: at most {most} of its {pool.nodes} nodes keep "
+                f"{gang.gpus_per_node} GPUs free for {d} slots in a row beside inference and "
+                f"outages (it needs {gang.nodes})"
+            )
+        return "no allowed pool can hold its gang: " + "; ".join(parts)
+
+
+def unscheduled_causes(
+    instance: Instance,
+    placements: Sequence[Placement],
+    layout: Layout,
+    unused: str = "the solver did not place it there",
+) -> dict[int, Cause]:
+    """The cause of every job that `placements` leave out; `unused` says why room that the plan
+    leaves goes unused (the solver's rule)."""
+    placed = {p.job for p in placements}
+    missing = [j.index for j in instance.jobs if j.index not in placed]
+    if not missing:
+        return {}
+    return Diagnosis(instance, placements, layout, unused).causes(missing)
