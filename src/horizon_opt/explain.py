@@ -144,7 +144,14 @@ class _Explainer:
         return fit
 
     def moves(self, fit: Fit, j: int, threshold: float) -> tuple[str, ...]:
-        """Jobs in the way at `fit` worth at most `threshold`, most valuable first."""
+        """The jobs that must move for j to run at `fit`, most valuable first: of the jobs on its
+        nodes during it worth at most `threshold`, those that do not fit back beside j (tried
+        from the most valuable down)."""
+        inst, job = self.inst, self.inst.jobs[j]
+        start, end = fit.start, fit.start + job.durations[fit.pool]
+        need = job.gangs[fit.pool].gpus_per_node
+        free = self._without_below(threshold, j).free[start:end, list(fit.nodes)].astype(int)
+        column = {n: k for k, n in enumerate(fit.nodes)}
         holders = [
             q
             for worth_less in (False, True)
@@ -152,7 +159,17 @@ class _Explainer:
             if self.diagnosis.value(q) <= threshold
         ]
         holders.sort(key=lambda q: (-self.diagnosis.value(q), q))
-        return tuple(self.inst.jobs[q].id for q in holders)
+        moved = []
+        for q in holders:
+            p = self.diagnosis.placed[q]
+            rows = slice(max(p.start, start) - start, min(p.end(inst), end) - start)
+            cols = [column[n] for n in p.nodes if n in column]
+            uses = p.gpus_per_node(inst)
+            if (free[rows, cols] - uses >= need).all():
+                free[rows, cols] -= uses  # it stays
+            else:
+                moved.append(inst.jobs[q].id)
+        return tuple(moved)
 
     def record(self, job_id: str) -> JobExplanation:
         whole = self.full.jobs[self.full.job_index[job_id]]
