@@ -192,7 +192,7 @@ class _Explainer:
             )
         j = self.inst.job_index[job_id]
         job = self.inst.jobs[j]
-        alone = earliest_start(self.diagnosis.alone, job, self.diagnosis.est[j], self.inst.slots)
+        alone = self.diagnosis.alone.earliest_start(job, self.diagnosis.est[j], self.inst.slots)
         base["earliest_alone"] = None if alone is None else alone.start
         base["earliest_alone_pool"] = None if alone is None else self.inst.pools[alone.pool].name
         cause = self.causes.get(j)

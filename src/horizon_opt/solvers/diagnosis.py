@@ -7,9 +7,9 @@ off the moment a solver gave up on the job: a predecessor may have been dropped 
 solver that never "tries" jobs one by one (cpsat) needs the same answer. Four views of the
 cluster are searched for the job's earliest window (each a `CapacityGrid`):
 
-- alone: outages and the inference requirement (`req`, packed low as the elastic layout
-  packs it), no batch work; the job starts no earlier than its release and its predecessors'
-  shortest runs;
+- alone: outages and the inference requirement (`req`, packed wherever it leaves the job room:
+  `alone.AloneView`), no batch work; the job starts no earlier than its release and its
+  predecessors' shortest runs;
 - reserved: the plan's own inference layout, no batch work;
 - outranked: the plan's inference and its batch jobs worth at least as much as the job;
 - the plan: its inference and all of its batch jobs.
@@ -21,14 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-
-from horizon_opt.inference import Layout, elastic_layout
+from horizon_opt.inference import Layout
 from horizon_opt.instance import Instance, Job, earliest_starts
+from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
-from horizon_opt.solvers.listsched import earliest_end
 
 
 def _until(job: Job, slots: int) -> tuple[str, str]:
@@ -53,8 +51,12 @@ class Diagnosis:
         self.instance = instance
         self.unused = unused  # why room the plan leaves is not used, when the solver knows
         self.placed = {p.job: p for p in placements}
+        self.on_node: dict[int, list[Placement]] = {}
+        for p in placements:
+            for n in p.nodes:
+                self.on_node.setdefault(n, []).append(p)
         self.free = layout.free
-        self.alone = CapacityGrid(instance, elastic_layout(instance).free)
+        self.alone = AloneView(instance)
         self.est = earliest_starts(instance)  # release, and predecessors' shortest runs
         self.reserved = CapacityGrid(instance, layout.free)
         self._full: CapacityGrid | None = None
@@ -110,13 +112,13 @@ class Diagnosis:
     def holders(self, fit: Fit, j: int, worth_less: bool) -> tuple[int, ...]:
         """The plan's jobs (other than j) on the window's nodes during it, worth less than j or
         at least as much, most valuable first."""
-        job, nodes = self.instance.jobs[j], set(fit.nodes)
+        job = self.instance.jobs[j]
         end = fit.start + job.durations[fit.pool]
+        near = {p.job: p for n in fit.nodes for p in self.on_node.get(n, ())}
         found = [
             p.job
-            for p in self.placed.values()
+            for p in near.values()
             if p.job != j
-            and nodes.intersection(p.nodes)
             and p.start < end
             and fit.start < p.end(self.instance)
             and (self.value(p.job) < job.value) == worth_less
@@ -135,11 +137,11 @@ class Diagnosis:
         inst, job = self.instance, self.instance.jobs[j]
         S, latest = inst.slots, job.latest_end(inst.slots)
         end_in_time, until = _until(job, S)
-        if earliest_start(self.alone, job, 0, S) is None:
+        if self.alone.earliest_start(job, 0, S) is None:
             return Cause(Code.NO_FITTING_POOL, self._no_pool(job))
         est = self.est[j]
-        if earliest_start(self.alone, job, est, latest) is None:
-            first = earliest_end(self.alone, job, est, S)
+        if self.alone.earliest_start(job, est, latest) is None:
+            first = self.alone.earliest_end(job, est, S)
             since = (
                 f"released at slot {est}"
                 if est == job.release
@@ -167,7 +169,7 @@ class Diagnosis:
                 Code.PREDECESSOR_UNPLANNED, f"runs after {names}, which {verb} not planned"
             )
         ready = self.ready(j)
-        if earliest_start(self.alone, job, ready, latest) is None:
+        if self.alone.earliest_start(job, ready, latest) is None:
             last = max(job.after, key=lambda q: self.placed[q].end(inst))
             return Cause(
                 Code.PREDECESSOR_LATE,
@@ -176,7 +178,7 @@ class Diagnosis:
             )
         beside_inference = earliest_start(self.reserved, job, ready, latest)
         if beside_inference is None:
-            fit = earliest_start(self.alone, job, ready, latest)
+            fit = self.alone.earliest_start(job, ready, latest)
             assert fit is not None
             return Cause(
                 Code.INFERENCE_RESERVED,
@@ -214,20 +216,18 @@ class Diagnosis:
 
     def _no_pool(self, job: Job) -> str:
         """Why no allowed pool ever holds the gang, at any time in the horizon: per pool, its run
-        time against the horizon, or the most nodes that keep enough GPUs free for a whole run."""
+        time against the horizon, or the most nodes that could hold its share for a whole run."""
         S, parts = self.instance.slots, []
         for p, d in sorted(job.durations.items()):
             pool, gang = self.instance.pools[p], job.gangs[p]
             if d > S:
                 parts.append(f"{pool.name}: runs {d} slots, longer than the horizon ({S})")
                 continue
-            free = self.alone.free[:, pool.first_node : pool.first_node + pool.nodes]
-            windows = np.lib.stride_tricks.sliding_window_view(free, d, axis=0).min(axis=2)
-            most = int((windows >= gang.gpus_per_node).sum(axis=1).max(initial=0))
+            most = self.alone.most_nodes(p, gang, d)
             parts.append(
-                f"{pool.name}: at most {most} of its {pool.nodes} nodes keep "
-                f"{gang.gpus_per_node} GPUs free for {d} slots in a row beside inference and "
-                f"outages (it needs {gang.nodes})"
+                f"{pool.name}: at most {most} of its {pool.nodes} nodes "
+                f"keep {gang.gpus_per_node} GPUs free for {d} slots in a row beside inference "
+                f"and outages (it needs {gang.nodes})"
             )
         return "no allowed pool can hold its gang: " + "; ".join(parts)
 
