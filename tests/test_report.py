@@ -164,3 +164,13 @@ def test_compare_writes_the_report_by_default(
     assert result.exit_code == 0, result.output
     assert "report written" not in result.stdout
     assert [p.name for p in quiet.iterdir()] == ["fifo.json"]
+
+
+def test_report_with_prices_has_the_heatmap(demo: Instance, demo_plans: list[Plan]) -> None:
+    from horizon_opt.prices import capacity_prices
+
+    text = report_html(demo, demo_plans, prices=capacity_prices(demo, 10.0))
+    assert '<h2 id="prices">Capacity prices</h2>' in text
+    assert "One more h100 node is worth about" in text
+    assert text.count("data:image/png;base64,") == 2 * len(demo_plans) + 1
+    assert_self_contained(text)

@@ -401,7 +401,9 @@ def test_cli_bad_options(
     [
         (["--add", "a=1", "--solver", "nope"], "error: --solver: unknown solver 'nope'"),
         (["--add", "a=1", "--solver", "greedy", "-f", "xml"], "error: --format: unknown format"),
-        (["--solver", "greedy"], "error: give at least one change: --add, --remove"),
+        (["--solver", "greedy"], "error: give at least one change (--add, --remove"),
+        (["--add", "a=1"], "error: --solver: needed to plan the changed instance"),
+        (["--prices", "-o", "x.json"], "error: --output: there is no changed instance to plan"),
         (["--add", "a=1", "--solver", "greedy", "-o", "-"], "error: --output: '-'"),
     ],
 )
@@ -428,3 +430,35 @@ def test_cli_csv_instance_from_another_folder(csv_instance: Path) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["diff"]["no_longer_on_time"] == ["wide"]
+
+
+def test_cli_prices_alone_and_with_a_change(instance_file: Path) -> None:
+    alone = runner.invoke(app, ["whatif", str(instance_file), "--prices"])
+    assert alone.exit_code == 0, alone.output
+    assert "Capacity prices from the time-indexed LP" in alone.stdout
+    assert "one more a node" in alone.stdout.lower()
+    data = runner.invoke(app, ["whatif", str(instance_file), "--prices", "-f", "json"])
+    assert data.exit_code == 0, data.output
+    assert [p["name"] for p in json.loads(data.stdout)["pools"]] == ["a"]
+    both = runner.invoke(
+        app,
+        ["whatif", str(instance_file), "--add", "a=1", "--solver", "greedy", "--prices"],
+    )
+    assert both.exit_code == 0, both.output
+    assert "newly on time" in both.stdout and "Capacity prices" in both.stdout
+    as_json = runner.invoke(
+        app,
+        [
+            "whatif",
+            str(instance_file),
+            "--add",
+            "a=1",
+            "--solver",
+            "greedy",
+            "--prices",
+            "-f",
+            "json",
+        ],
+    )
+    assert as_json.exit_code == 0, as_json.output
+    assert "pools" in json.loads(as_json.stdout)["prices"]

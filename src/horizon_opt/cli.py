@@ -29,6 +29,7 @@ from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.metrics import evaluate
 from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.plan import Plan
+from horizon_opt.prices import capacity_prices, format_prices, prices_to_json
 from horizon_opt.replan import DEFAULT_FREEZE_MINUTES, MAX_STABILITY, replan
 from horizon_opt.simulate import Noise, draw_world, policy, simulate
 from horizon_opt.simulate.report import format_table, plot_realized, to_csv
@@ -617,9 +618,12 @@ def _change_option(kind: ChangeKind, what: str) -> object:
 def whatif_cmd(
     instance: InstanceArg,
     solver: Annotated[
-        str,
-        typer.Option(help=f"Plans both instances; one of:\n\n{SOLVER_LIST}", show_default=False),
-    ],
+        str | None,
+        typer.Option(
+            help=f"Plans both instances (needed with a change); one of:\n\n{SOLVER_LIST}",
+            show_default=False,
+        ),
+    ] = None,
     add: Annotated[
         list[str] | None,
         _change_option("add", "N more nodes in pool POOL, named on from its last (h100=2)"),
@@ -656,11 +660,19 @@ def whatif_cmd(
             parser=_file_name,
         ),
     ] = None,
+    prices: Annotated[
+        bool,
+        typer.Option(
+            "--prices",
+            help="Also print capacity prices: what one more GPU or node of each pool adds to "
+            "the relaxation's bound (from its duals), and when; alone, no solver is needed.",
+        ),
+    ] = False,
 ) -> None:
     """What if the cluster changed: plan the instance as written and as changed (more or fewer
-    nodes, an outage, scaled demand) with one solver, and compare the plans."""
+    nodes, an outage, scaled demand) with one solver, and compare the plans; `--prices` says
+    what one more node of each pool is worth."""
     with _input_errors():
-        _check_solver(solver)
         _check_format(fmt)
         check_outputs(
             [] if output is None else [Output("--output", output)],
@@ -672,11 +684,31 @@ def whatif_cmd(
             *_changes("outage", outage),
             *_changes("demand", demand),
         ]
-        if not changes:
-            raise InputError(["give at least one change: --add, --remove, --outage or --demand"])
-        before, after = what_if_instances(instance, changes)
+        if not changes and not prices:
+            raise InputError(
+                ["give at least one change (--add, --remove, --outage, --demand) or --prices"]
+            )
+        if changes and solver is None:
+            raise InputError(["--solver: needed to plan the changed instance"])
+        if not changes and output is not None:
+            raise InputError(["--output: there is no changed instance to plan"])
+        if solver is not None:
+            _check_solver(solver)
+        if changes:
+            before, after = what_if_instances(instance, changes)
+        else:
+            before = load_instance(instance)
         _warn(instance, before)
         options = _options(time_limit, workers, seed, None, None)
+    priced = capacity_prices(before, PRICES_SECONDS) if prices else None
+    if not changes:
+        assert priced is not None
+        if fmt == "json":
+            typer.echo(_json(prices_to_json(before, priced)))
+        else:
+            typer.echo(format_prices(before, priced).rstrip("\n"))
+        return
+    assert solver is not None
     result = solve_what_if(before, after, changes, solver, options)
     if sys.stderr.isatty():
         sys.stderr.write("\n")
@@ -684,14 +716,20 @@ def whatif_cmd(
         with _input_errors(), writing("--output", output):
             result.changed.write(output)
     if fmt == "json":
-        typer.echo(_json(what_if_json(result)))
+        data = what_if_json(result)
+        if priced is not None:
+            data["prices"] = prices_to_json(before, priced)
+        typer.echo(_json(data))
     else:
         typer.echo(format_what_if(result))
+        if priced is not None:
+            typer.echo("\n" + format_prices(before, priced).rstrip("\n"))
     if output is not None:
         typer.echo(f"plan of the changed instance written to {output}", err=fmt == "json")
 
 
 EXPLAIN_FORMATS = ("text", "json", "csv")
+PRICES_SECONDS = 30.0  # time for the LP behind capacity prices (it converges in seconds)
 
 
 @app.command("explain")
@@ -856,8 +894,17 @@ def report_cmd(
         Path,
         typer.Option("--output", "-o", help="Where to write the report (HTML).", parser=_file_name),
     ] = Path("report.html"),
+    prices: Annotated[
+        bool,
+        typer.Option(
+            "--prices",
+            help="Add a heatmap of capacity prices (what one more node of each pool adds to "
+            "the relaxation's bound, per slot); solves the LP, seconds on large instances.",
+        ),
+    ] = False,
 ) -> None:
-    """Write one self-contained HTML report: instance, plans side by side, charts, waits."""
+    """Write one self-contained HTML report: instance, plans side by side, charts, why jobs
+    wait, waits."""
     from horizon_opt.export import ensure_plan_fits, write_report
 
     with _input_errors():
@@ -877,8 +924,9 @@ def report_cmd(
             labels = stems
         else:
             labels = [f"{s} ({f})" for s, f in zip(solvers, plan_files, strict=True)]
+        priced = capacity_prices(inst, PRICES_SECONDS) if prices else None
         with writing("--output", output):
-            path = write_report(inst, plans, output, labels=labels)
+            path = write_report(inst, plans, output, labels=labels, prices=priced)
     size = path.stat().st_size
     typer.echo(f"report written to {path} ({len(plans)} plan(s), {size / 1e6:.1f} MB)")
 

@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from horizon_opt.prices import CapacityPrices
+
 MAX_NODE_ROWS = 150  # above this many nodes the Gantt chart groups nodes into rows
 INFERENCE_PALETTE = ("#e15759", "#ff9d9a", "#d37295", "#fabfd2", "#a8323e")
 ChartKind = Literal["gantt", "utilization"]
@@ -657,3 +659,42 @@ def write_chart(
             [f"{target}: unknown extension {target.suffix or '(none)'!r}; use .png or .svg"]
         )
     return save_figure(chart(instance, plan, kind), target)
+
+
+def plot_prices(instance: Instance, prices: CapacityPrices, ax: Axes | None = None) -> Axes:
+    """A heatmap of the node price, pool x time: when one more node of each pool adds most to
+    the LP bound (see `prices.py`). Draws into `ax` when given, else into a new figure; returns
+    the axes.
+
+    One LP vertex's duals put a stretch's price on a few of its slots, so the map is spiky:
+    read it by stretches, and the pool totals (on the labels) as the figures to quote.
+    """
+    P, S = prices.node.shape
+    if ax is None:
+        ax = new_figure(WIDTH_IN, 1.4 + 0.45 * P).add_subplot(1, 1, 1)
+    figure = ax.get_figure(root=True)
+    assert figure is not None
+    tm = _time(instance)
+    xs = np.array([tm.x(t) for t in range(S + 1)])
+    top = float(prices.node.max(initial=0.0))
+    mesh = ax.pcolormesh(
+        xs, np.arange(P + 1), prices.node, cmap="Reds", vmin=0.0, vmax=top if top > 0 else 1.0
+    )
+    ax.set_yticks(
+        np.arange(P) + 0.5,
+        labels=[
+            f"{name}  +{total:,.0f}"
+            for name, total in zip(prices.pools, prices.node_total, strict=True)
+        ],
+    )
+    ax.set_ylim(P, 0)
+    _time_axis(ax, instance, tm)
+    figure.colorbar(mesh, ax=ax, label="pwo per node-slot", pad=0.01)
+    state = "" if prices.converged else ", LP stopped early"
+    ax.set_title(
+        f"{instance.name}: what one more node of each pool adds to the bound, per slot "
+        f"(total on the left; LP bound {prices.bound:,.0f}{state})",
+        fontsize=9,
+        loc="left",
+    )
+    return ax

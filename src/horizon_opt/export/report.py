@@ -16,6 +16,7 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,9 +29,14 @@ from horizon_opt.instance import Instance
 from horizon_opt.io import write_atomic
 from horizon_opt.metrics import evaluate, on_time
 from horizon_opt.plan import Plan
+from horizon_opt.prices import CapacityPrices, format_prices
 from horizon_opt.solvers.causes import MEANING
 from horizon_opt.spec import JOB_KINDS
 from horizon_opt.version import __version__
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 LONGEST_WAITS = 10  # rows in each plan's "longest waits" table
 OPEN_UP_TO = 30  # tables with at most this many rows are shown open, longer ones folded
@@ -393,6 +399,31 @@ def _waits_section(instance: Instance, planned: Sequence[Column]) -> str:
     return "\n".join(out)
 
 
+def _figure(ax: Axes) -> Figure:
+    figure = ax.get_figure(root=True)
+    assert figure is not None
+    return figure
+
+
+def _prices_section(instance: Instance, prices: CapacityPrices) -> str:
+    from horizon_opt.export.charts import plot_prices, render
+
+    reading = format_prices(instance, prices).strip().splitlines()
+    return "\n".join(
+        [
+            '<h2 id="prices">Capacity prices</h2>',
+            '<p class="sub">What one more node of each pool adds to the relaxation&rsquo;s '
+            "bound at each slot (the LP&rsquo;s duals): an upper estimate of what the capacity "
+            "is worth, not a plan&rsquo;s gain (benchmarks/README.md measures how well it "
+            "predicts re-solves).</p>",
+            _img(
+                render(_figure(plot_prices(instance, prices))), "capacity prices per pool and slot"
+            ),
+            "<pre>" + _e("\n".join(reading)) + "</pre>",
+        ]
+    )
+
+
 def _labels(plans: Sequence[Plan], labels: Sequence[str] | None) -> list[str]:
     if labels is not None:
         if len(labels) != len(plans):
@@ -406,11 +437,15 @@ def _labels(plans: Sequence[Plan], labels: Sequence[str] | None) -> list[str]:
 
 
 def report_html(
-    instance: Instance, plans: Sequence[Plan], labels: Sequence[str] | None = None
+    instance: Instance,
+    plans: Sequence[Plan],
+    labels: Sequence[str] | None = None,
+    prices: CapacityPrices | None = None,
 ) -> str:
     """The report as one HTML string (see the module docstring).
 
-    `labels` name the plans in the report (default: the solver names, numbered when repeated).
+    `labels` name the plans in the report (default: the solver names, numbered when repeated);
+    with `prices`, a section shows them as a heatmap.
     Raises PlanError when a plan is for another instance or names what the instance lacks.
     """
 
@@ -433,6 +468,7 @@ def report_html(
             ("gantt", "Gantt"),
             ("unscheduled", "Why jobs wait"),
             ("waits", "Longest waits"),
+            *([("prices", "Capacity prices")] if prices is not None else []),
         ]
     )
     body = "\n".join(
@@ -446,6 +482,7 @@ def report_html(
             _charts_section(instance, planned),
             _unscheduled_section(instance, planned),
             _waits_section(instance, planned),
+            *([_prices_section(instance, prices)] if prices is not None else []),
         ]
     )
     return (
@@ -460,8 +497,9 @@ def write_report(
     plans: Sequence[Plan],
     path: str | os.PathLike[str],
     labels: Sequence[str] | None = None,
+    prices: CapacityPrices | None = None,
 ) -> Path:
     """Write the one-file HTML report atomically; returns its path."""
     target = Path(path)
-    write_atomic(target, report_html(instance, plans, labels))
+    write_atomic(target, report_html(instance, plans, labels, prices))
     return target

@@ -151,6 +151,11 @@ class Master:
 @dataclass
 class LpResult:
     bound: float
+    # The duals that certify `bound`: the best master solve's, not the last one's, so that
+    # bound + their capacity terms bounds the LP with more capacity (`prices.py`); the last
+    # duals do not give that when an earlier solve certified a lower bound. Zero duals (every
+    # job on time) until a master solve lowers the bound.
+    duals: Duals
     converged: bool = False
     iterations: int = 0
     columns: IntArray | None = None  # the master's columns at the end
@@ -200,7 +205,9 @@ def column_generation(
     pool, spread from its earliest to its latest (`spread_runs`; from the earliest runs alone,
     column generation takes many more steps).
     """
-    result = LpResult(float(np.sum(best_per_job(cols, cols.value))))  # every job on time
+    P, S = cols.free.shape
+    zero = Duals(np.zeros((P, S)), np.zeros((P, S)), np.zeros(cols.deps.rows))
+    result = LpResult(float(np.sum(best_per_job(cols, cols.value))), zero)  # every job on time
     if not len(cols.job):
         result.converged = True
         return result
@@ -216,7 +223,8 @@ def column_generation(
         result.columns = master.columns
         result.x = master.primal()
         bound, rc = lagrangian(cols, duals)
-        result.bound = min(result.bound, bound)
+        if bound < result.bound:
+            result.bound, result.duals = bound, duals
         if log is not None:
             log(
                 f"time-indexed LP ({cols.deps.rows} dependency rows): iteration "
