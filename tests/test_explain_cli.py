@@ -1,0 +1,101 @@
+"""`horizon-opt explain` from the command line: formats, one job, outputs, and bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import horizon_opt as ho
+from horizon_opt.cli import app
+from horizon_opt.export.explanations import CSV_COLUMNS
+
+runner = CliRunner()
+DEMO = Path(__file__).parent.parent / "instances" / "demo.yaml"
+
+
+@pytest.fixture(scope="module")
+def plan_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("explain") / "greedy.json"
+    ho.solve(ho.load_instance(DEMO), "greedy").write(path)
+    return path
+
+
+def explain(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["explain", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_text_lists_every_job_and_explains_the_unplanned(plan_file: Path) -> None:
+    code, out, _ = explain(str(DEMO), str(plan_file))
+    assert code == 0
+    plan = ho.Plan.read(plan_file)
+    assert out.startswith("plan greedy for demo-48h:")
+    for u in plan.unscheduled:
+        assert f"{u.job} (not-planned, {u.code}): {u.reason}" in out
+    for a in plan.assignments:
+        assert a.job in out
+
+
+def test_one_job(plan_file: Path) -> None:
+    plan = ho.Plan.read(plan_file)
+    job = plan.unscheduled[0]
+    code, out, _ = explain(str(DEMO), str(plan_file), "--job", job.job)
+    assert code == 0
+    assert out.startswith(f"{job.job}: not-planned")
+    assert f"cause: {job.code}: {job.reason}" in out
+
+
+def test_csv_has_one_row_per_job(plan_file: Path, tmp_path: Path) -> None:
+    code, out, _ = explain(str(DEMO), str(plan_file), "--format", "csv")
+    assert code == 0
+    rows = list(csv.reader(io.StringIO(out)))
+    assert tuple(rows[0]) == CSV_COLUMNS
+    assert len(rows) == 1 + len(ho.load_instance(DEMO).jobs)
+    target = tmp_path / "why.csv"
+    code, written, err = explain(str(DEMO), str(plan_file), "-f", "csv", "-o", str(target))
+    assert code == 0 and written == "" and f"written: {target}" in err
+    assert target.read_bytes() == out.encode()
+
+
+def test_json_for_scripts(plan_file: Path) -> None:
+    code, out, _ = explain(str(DEMO), str(plan_file), "-f", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["instance"] == "demo-48h" and data["solver"] == "greedy"
+    by_job = {r["job"]: r for r in data["jobs"]}
+    plan = ho.Plan.read(plan_file)
+    assert {by_job[u.job]["code"] for u in plan.unscheduled} <= {u.code for u in plan.unscheduled}
+    assert all(by_job[a.job]["start"] == a.start for a in plan.assignments)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--job", "nope"], "error: --job: no job 'nope' in instance 'demo-48h'"),
+        (["--format", "xml"], "error: --format: unknown format 'xml'"),
+    ],
+)
+def test_bad_options_exit_2(plan_file: Path, args: list[str], message: str) -> None:
+    code, out, err = explain(str(DEMO), str(plan_file), *args)
+    assert code == 2 and out == ""
+    assert message in err and "Traceback" not in err
+
+
+def test_an_invalid_plan_is_refused(plan_file: Path, tmp_path: Path) -> None:
+    plan = ho.Plan.read(plan_file)
+    first = plan.assignments[0]
+    broken = plan.model_copy(
+        update={"assignments": [first.model_copy(update={"end": first.end + 1})]}
+    )
+    bad = tmp_path / "bad.json"
+    broken.write(bad)
+    target = tmp_path / "why.txt"
+    code, out, err = explain(str(DEMO), str(bad), "-o", str(target))
+    assert code == 2 and out == ""
+    assert f"error: {bad} is not a valid plan for instance 'demo-48h'" in err
+    assert not target.exists()
