@@ -32,8 +32,8 @@ MEANING: Mapping[Code, str] = {
     "end by its deadline or the horizon's end",
     Code.PREDECESSOR_UNPLANNED: "a job it runs after is not planned",
     Code.PREDECESSOR_LATE: "a job it runs after ends too late for it to end in time",
-    Code.INFERENCE_RESERVED: "the plan's inference reservation takes the room that the "
-    "forecast requirement alone would leave it",
+    Code.INFERENCE_RESERVED: "the plan's inference reservation (how many replicas, on which "
+    "nodes) takes the room that the forecast requirement, placed to suit it, would leave it",
     Code.ROOM_UNUSED: "it fits as the plan stands; the solver did not place it there (its "
     "rule, or its time limit)",
     Code.LOWER_VALUE_WORK: "it would fit by moving only work worth less than it",

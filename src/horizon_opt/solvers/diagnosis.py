@@ -182,9 +182,9 @@ class Diagnosis:
             assert fit is not None
             return Cause(
                 Code.INFERENCE_RESERVED,
-                f"the plan's inference reservation leaves it no room from slot {ready} to "
-                f"{until}; the forecast requirement alone would let it start at "
-                f"{self._where(fit)}",
+                f"the plan's inference reservation (how many replicas, on which nodes) leaves "
+                f"it no room from slot {ready} to {until}; with the forecast requirement placed "
+                f"to suit it, it could start at {self._where(fit)}",
                 fit,
             )
         room = earliest_start(full, job, ready, latest)
