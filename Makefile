@@ -19,6 +19,9 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/horizon-opt compare instances/demo.yaml --time-limit $(TIME_LIMIT) --output-dir demo-output
+	$(BIN)/horizon-opt explain instances/demo.yaml demo-output/greedy.json --job pretrain-code-3b
+	$(BIN)/horizon-opt explain instances/demo.yaml demo-output/greedy.json -f csv -o demo-output/explain.csv
+	$(BIN)/horizon-opt whatif instances/demo.yaml --prices
 	$(BIN)/horizon-opt replan instances/demo-state.yaml --previous demo-output/greedy.json \
 		--stability 0.05 --time-limit $(TIME_LIMIT) -o demo-output/replan.json
 	$(BIN)/horizon-opt simulate instances/demo.yaml --policy fifo,backfill,cpsat,cpsat-open \
