@@ -47,7 +47,9 @@ class JobExplanation:
     predecessors) at which it fits by moving only work worth less than it (`insert_moves`);
     `priority_needed` is the priority above which it would outrank every job in the way at its
     best window (`window_start` on `window_pool`), or None with `no_priority` saying why none is
-    enough.
+    enough. Outranking is by value (priority x work), a job in the way counting with what runs
+    after it (`Diagnosis.worth`): what cpsat maximizes. Solvers that order by priority or arrival
+    alone (greedy, fifo) may still leave the job out.
     """
 
     job: str
@@ -112,18 +114,18 @@ class _Explainer:
         placed = {p.job for p in self.placements}
         unplanned = [j.index for j in self.inst.jobs if j.index not in placed]
         self.causes = self.diagnosis.causes(unplanned + late)
-        self.values = sorted({self.diagnosis.value(p.job) for p in self.placements})
+        self.values = sorted({self.diagnosis.worth(p.job) for p in self.placements})
         self._grids: dict[float, CapacityGrid] = {}
 
     def _without_below(self, threshold: float, j: int) -> CapacityGrid:
         """The plan's inference and its jobs other than j worth more than `threshold`."""
         if j in self.diagnosis.placed:  # a late job: its own placement is left out, not cached
             return self.diagnosis.grid(
-                p for p in self.placements if p.job != j and self.diagnosis.value(p.job) > threshold
+                p for p in self.placements if p.job != j and self.diagnosis.worth(p.job) > threshold
             )
         if threshold not in self._grids:
             self._grids[threshold] = self.diagnosis.grid(
-                p for p in self.placements if self.diagnosis.value(p.job) > threshold
+                p for p in self.placements if self.diagnosis.worth(p.job) > threshold
             )
         return self._grids[threshold]
 
@@ -146,7 +148,7 @@ class _Explainer:
     def moves(self, fit: Fit, j: int, threshold: float) -> tuple[str, ...]:
         """The jobs that must move for j to run at `fit`, most valuable first: of the jobs on its
         nodes during it worth at most `threshold`, those that do not fit back beside j (tried
-        from the most valuable down)."""
+        from the most valuable down), and the planned jobs that run after those."""
         inst, job = self.inst, self.inst.jobs[j]
         start, end = fit.start, fit.start + job.durations[fit.pool]
         need = job.gangs[fit.pool].gpus_per_node
@@ -156,10 +158,10 @@ class _Explainer:
             q
             for worth_less in (False, True)
             for q in self.diagnosis.holders(fit, j, worth_less)
-            if self.diagnosis.value(q) <= threshold
+            if self.diagnosis.worth(q) <= threshold
         ]
-        holders.sort(key=lambda q: (-self.diagnosis.value(q), q))
-        moved = []
+        holders.sort(key=lambda q: (-self.diagnosis.worth(q), q))
+        moved: set[int] = set()
         for q in holders:
             p = self.diagnosis.placed[q]
             rows = slice(max(p.start, start) - start, min(p.end(inst), end) - start)
@@ -168,8 +170,15 @@ class _Explainer:
             if (free[rows, cols] - uses >= need).all():
                 free[rows, cols] -= uses  # it stays
             else:
-                moved.append(inst.jobs[q].id)
-        return tuple(moved)
+                moved.add(q)
+        stack = list(moved)  # what runs after a moved job moves too (all worth no more)
+        while stack:
+            for q in inst.successors[stack.pop()]:
+                if q in self.diagnosis.placed and q not in moved:
+                    moved.add(q)
+                    stack.append(q)
+        order = sorted(moved, key=lambda q: (-self.diagnosis.worth(q), q))
+        return tuple(inst.jobs[q].id for q in order)
 
     def record(self, job_id: str) -> JobExplanation:
         whole = self.full.jobs[self.full.job_index[job_id]]

@@ -11,7 +11,9 @@ cluster are searched for the job's earliest window (each a `CapacityGrid`):
   `alone.AloneView`), no batch work; the job starts no earlier than its release and its
   predecessors' shortest runs;
 - reserved: the plan's own inference layout, no batch work;
-- outranked: the plan's inference and its batch jobs worth at least as much as the job;
+- outranked: the plan's inference and its batch jobs worth at least as much as the job (a job
+  is worth what moving it puts at stake: its value, or more when a job that runs after it is
+  worth more, `worth`);
 - the plan: its inference and all of its batch jobs.
 
 The first code that holds binds (`Code` lists them in that order).
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, Job, earliest_starts
+from horizon_opt.instance import Instance, Job, earliest_starts, topological_order
 from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.causes import Cause, Code
@@ -58,11 +60,20 @@ class Diagnosis:
         self.free = layout.free
         self.alone = AloneView(instance)
         self.est = earliest_starts(instance)  # release, and predecessors' shortest runs
+        self._worth = [j.value for j in instance.jobs]
+        for j in reversed(topological_order(instance)):
+            for q in instance.successors[j]:
+                self._worth[j] = max(self._worth[j], self._worth[q])
         self.reserved = CapacityGrid(instance, layout.free)
         self._full: CapacityGrid | None = None
 
     def value(self, j: int) -> float:
         return self.instance.jobs[j].value
+
+    def worth(self, j: int) -> float:
+        """What moving job j out of the way would put at stake: its value, or more when a job
+        that runs after it (transitively) is worth more, since that job would have to go too."""
+        return self._worth[j]
 
     def grid(self, keep: Iterable[Placement]) -> CapacityGrid:
         """The plan's inference and the placements `keep`."""
@@ -83,17 +94,17 @@ class Diagnosis:
         """
         out: dict[int, Cause] = {}
         unplanned = sorted((j for j in jobs if j not in self.placed), key=self.value, reverse=True)
-        ranked = sorted(self.placed.values(), key=lambda p: self.value(p.job), reverse=True)
+        ranked = sorted(self.placed.values(), key=lambda p: self.worth(p.job), reverse=True)
         outranked, k = CapacityGrid(self.instance, self.free), 0
         for j in unplanned:
-            while k < len(ranked) and self.value(ranked[k].job) >= self.value(j):
+            while k < len(ranked) and self.worth(ranked[k].job) >= self.value(j):
                 self._occupy(outranked, ranked[k])
                 k += 1
             out[j] = self._cause(j, self.full, outranked)
         for j in jobs:
             if j in self.placed:  # planned late: its own GPUs are not in its way
                 others = [p for p in self.placed.values() if p.job != j]
-                outranked_j = self.grid(p for p in others if self.value(p.job) >= self.value(j))
+                outranked_j = self.grid(p for p in others if self.worth(p.job) >= self.value(j))
                 out[j] = self._cause(j, self.grid(others), outranked_j)
         return out
 
@@ -111,7 +122,7 @@ class Diagnosis:
 
     def holders(self, fit: Fit, j: int, worth_less: bool) -> tuple[int, ...]:
         """The plan's jobs (other than j) on the window's nodes during it, worth less than j or
-        at least as much, most valuable first."""
+        at least as much (`worth`), most valuable first."""
         job = self.instance.jobs[j]
         end = fit.start + job.durations[fit.pool]
         near = {p.job: p for n in fit.nodes for p in self.on_node.get(n, ())}
@@ -121,12 +132,20 @@ class Diagnosis:
             if p.job != j
             and p.start < end
             and fit.start < p.end(self.instance)
-            and (self.value(p.job) < job.value) == worth_less
+            and (self.worth(p.job) < job.value) == worth_less
         ]
-        return tuple(sorted(found, key=lambda q: (-self.value(q), q)))
+        return tuple(sorted(found, key=lambda q: (-self.worth(q), q)))
 
     def _named(self, jobs: Sequence[int], limit: int = 3) -> str:
-        names = [f"{self.instance.jobs[q].id} ({self.value(q):,.0f})" for q in jobs[:limit]]
+        names = [
+            f"{self.instance.jobs[q].id} ({self.value(q):,.0f}"
+            + (
+                f"; {self.worth(q):,.0f} with what runs after it)"
+                if self.worth(q) > self.value(q)
+                else ")"
+            )
+            for q in jobs[:limit]
+        ]
         more = len(jobs) - limit
         return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
