@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import horizon_opt as ho
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.params import SearchParams
 from horizon_opt.prices import capacity_prices
 from horizon_opt.relaxation import build_columns, pool_free_gpus, solve_lp, whole_free_nodes
 from horizon_opt.relaxation.master import column_generation
+from horizon_opt.whatif import Change, changed_instance
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -50,13 +51,8 @@ def instance_path(name: str) -> Path:
 
 
 def one_more_node(instance: Instance, pool: int) -> Instance:
-    """The instance with one more node (always up) in `pool`, compiled from its spec."""
-    pools = [
-        p.model_copy(update={"nodes": p.nodes + 1}) if k == pool else p
-        for k, p in enumerate(instance.spec.pools)
-    ]
-    demands = {s.index: s.demand.tolist() for s in instance.services}
-    return compile_instance(instance.spec.model_copy(update={"pools": pools}), demands)
+    """The instance with one more node (always up) in `pool`."""
+    return changed_instance(instance, [Change("add", instance.pools[pool].name, nodes=1)])
 
 
 def same_runs_bound(base: Instance, more: Instance) -> float:

@@ -23,6 +23,7 @@ from horizon_opt.instance import Instance, compile_instance
 from horizon_opt.io import parse_spec
 from horizon_opt.prices import capacity_prices, format_prices, prices_to_json
 from horizon_opt.relaxation import solve_lp
+from horizon_opt.whatif import Change, changed_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 TOL = 1e-6
@@ -69,12 +70,7 @@ def build(data: dict[str, Any]) -> Instance:
 
 def one_more_node(instance: Instance, pool: int) -> Instance:
     """The instance with one more node (always up) in `pool`."""
-    pools = [
-        p.model_copy(update={"nodes": p.nodes + 1}) if k == pool else p
-        for k, p in enumerate(instance.spec.pools)
-    ]
-    demands = {s.index: s.demand.tolist() for s in instance.services}
-    return compile_instance(instance.spec.model_copy(update={"pools": pools}), demands)
+    return changed_instance(instance, [Change("add", instance.pools[pool].name, nodes=1)])
 
 
 def lp_bound(instance: Instance, seconds: float) -> float:

@@ -265,6 +265,15 @@ def compile_changed(
     return instance
 
 
+def changed_instance(instance: Instance, changes: Sequence[Change]) -> Instance:
+    """A compiled instance with `changes` made (its demand series, read already, go inline)."""
+    services = [
+        s.model_copy(update={"demand": instance.services[k].demand.tolist()})
+        for k, s in enumerate(instance.spec.services)
+    ]
+    return compile_changed(instance.spec.model_copy(update={"services": services}), changes)
+
+
 def what_if_instances(
     source: str | os.PathLike[str] | InstanceSpec,
     changes: Sequence[Change],
