@@ -850,3 +850,17 @@ def test_demo_greedy_every_insert_is_valid() -> None:
     for r in explain(inst, plan):
         if r.insert_at is not None:
             assert_move_is_valid(inst, plan, r)
+
+
+@pytest.mark.parametrize("solver", ["greedy", "backfill"])
+def test_enterprise_medium_every_move_is_valid(solver: str) -> None:
+    # Moves never take out a job that the waiting job runs after, nor leave a job after one
+    # that moved: every insert and best window gives a valid plan with the job on time.
+    inst, plan = instance(MEDIUM), plan_of(MEDIUM, solver)
+    moving = [r for r in explain(inst, plan) if r.insert_moves or r.window_moves]
+    assert len(moving) >= 4
+    for r in moving[:4]:
+        if r.insert_at is not None:
+            assert_move_is_valid(inst, plan, r)
+        if r.window_start is not None and r.priority_needed:
+            assert_move_is_valid(inst, plan, r, window=True)

@@ -117,11 +117,26 @@ class _Explainer:
         self.values = sorted({self.diagnosis.worth(p.job) for p in self.placements})
         self._grids: dict[float, CapacityGrid] = {}
 
+    def _ancestors(self, j: int) -> set[int]:
+        """The planned jobs that j runs after, transitively: they stay wherever j goes."""
+        found: set[int] = set()
+        stack = list(self.inst.jobs[j].after)
+        while stack:
+            q = stack.pop()
+            if q in self.diagnosis.placed and q not in found:
+                found.add(q)
+                stack.extend(self.inst.jobs[q].after)
+        return found
+
     def _without_below(self, threshold: float, j: int) -> CapacityGrid:
-        """The plan's inference and its jobs other than j worth more than `threshold`."""
-        if j in self.diagnosis.placed:  # a late job: its own placement is left out, not cached
+        """The plan's inference, the jobs j runs after, and its other jobs worth more than
+        `threshold`. Cached for the jobs that are not planned and run after none."""
+        before = self._ancestors(j)
+        if j in self.diagnosis.placed or before:
             return self.diagnosis.grid(
-                p for p in self.placements if p.job != j and self.diagnosis.worth(p.job) > threshold
+                p
+                for p in self.placements
+                if p.job != j and (self.diagnosis.worth(p.job) > threshold or p.job in before)
             )
         if threshold not in self._grids:
             self._grids[threshold] = self.diagnosis.grid(
@@ -154,11 +169,12 @@ class _Explainer:
         need = job.gangs[fit.pool].gpus_per_node
         free = self._without_below(threshold, j).free[start:end, list(fit.nodes)].astype(int)
         column = {n: k for k, n in enumerate(fit.nodes)}
+        before = self._ancestors(j)
         holders = [
             q
             for worth_less in (False, True)
             for q in self.diagnosis.holders(fit, j, worth_less)
-            if self.diagnosis.worth(q) <= threshold
+            if self.diagnosis.worth(q) <= threshold and q not in before
         ]
         holders.sort(key=lambda q: (-self.diagnosis.worth(q), q))
         moved: set[int] = set()

@@ -86,7 +86,7 @@ class Diagnosis:
         job = self.instance.jobs[p.job]
         grid.occupy(Fit(p.pool, p.start, p.nodes), job.gangs[p.pool], job.durations[p.pool])
 
-    def causes(self, jobs: Iterable[int]) -> dict[int, Cause]:
+    def causes(self, jobs: Sequence[int]) -> dict[int, Cause]:
         """The cause of each of `jobs` (unplanned, or planned late).
 
         Unplanned jobs go from the most valuable down, so one grid serves all of them as the
