@@ -1,0 +1,85 @@
+"""What an importer returns: the instance file's content, and a note for everything it could not
+map (a job is never dropped silently: it is imported with what was known, or left out with a
+note that says why)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.io import parse_spec
+
+
+@dataclass(frozen=True)
+class Note:
+    """One thing the importer could not map: the job (as the source names it; empty for the
+    whole payload), the source's field, and what was done instead."""
+
+    job: str
+    field: str
+    problem: str
+
+    def __str__(self) -> str:
+        where = f"{self.job}: {self.field}" if self.job else self.field
+        return f"{where}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class Imported:
+    document: dict[str, Any]  # the instance file's content (FORMAT.md)
+    notes: tuple[Note, ...]
+
+    def compile(self) -> Instance:
+        """The instance; InstanceError names the field when the document is not one."""
+        return compile_instance(parse_spec(self.document))
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.document, sort_keys=False, allow_unicode=True, width=100)
+
+
+def gpu_indices(
+    running: Sequence[tuple[str, Mapping[str, int]]],
+    known: Mapping[str, Mapping[str, Sequence[int]]],
+    gpus_per_node: Mapping[str, int],
+) -> tuple[dict[str, dict[str, list[int]]], list[Note]]:
+    """GPU indices for running jobs: `known` ones as the source gives them, the others the
+    lowest indices that no other running job holds on that node.
+
+    `running`: (job id, {node: GPUs it holds there}) in the source's order; `known`: job id ->
+    {node: indices} when the source says; `gpus_per_node`: per node. A node that runs out of
+    indices gets a note and the job none there (the compiler then refuses the instance, naming
+    the job: two running jobs cannot share a GPU).
+    """
+    taken: dict[str, set[int]] = {}
+    for nodes in known.values():
+        for node, idx in nodes.items():
+            taken.setdefault(node, set()).update(idx)
+    out: dict[str, dict[str, list[int]]] = {}
+    notes: list[Note] = []
+    for job, counts in running:
+        if job in known:
+            out[job] = {node: sorted(idx) for node, idx in known[job].items()}
+            continue
+        out[job] = {}
+        for node, count in counts.items():
+            used = taken.setdefault(node, set())
+            free = [i for i in range(gpus_per_node[node]) if i not in used][:count]
+            if len(free) < count:
+                notes.append(Note(job, "gpus", f"node {node} has no {count} free GPU indices left"))
+            used.update(free)
+            out[job][node] = free
+    return out, notes
+
+
+def count_line(notes: Iterable[Note], jobs: int) -> str:
+    """The summary an importer prints after its notes."""
+    notes = list(notes)
+    affected = len({n.job for n in notes if n.job})
+    return (
+        f"{jobs} jobs imported; {len(notes)} note(s) on {affected} job(s) about what could not "
+        "be mapped as is"
+    )
