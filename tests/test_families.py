@@ -2,8 +2,8 @@
 
 Every family is deterministic per (family, size, seed) down to the written file, loads and
 validates at small and medium, matches the table's size, has the traits its docstring promises,
-and gives fifo / greedy plans that pass the checker. `trace` reads ../shared/traces (or
-$HORIZON_OPT_TRACES); its tests are skipped, with the reason, where the traces are missing.
+and gives fifo / greedy plans that pass the checker. `trace` reads the traces that ship with the
+package (or --traces DIR / $HORIZON_OPT_TRACES), so its tests run everywhere.
 """
 
 from __future__ import annotations
@@ -38,18 +38,6 @@ FAMILY_NAMES = ["enterprise", "hetero", "deadline", "trace"]
 BENCH = Path(__file__).resolve().parent.parent / "instances" / "bench"
 
 
-def _traces_or_skip() -> Path:
-    try:
-        return find_traces()
-    except GeneratorError as exc:
-        pytest.skip(f"trace CSVs not available: {exc}")
-
-
-def _needs_traces(family: str) -> None:
-    if family == "trace":
-        _traces_or_skip()
-
-
 def batch_load(inst: Instance) -> float:
     h = inst.hours_per_slot
     available = float(inst.capacity.sum()) * h
@@ -77,7 +65,6 @@ ENTERPRISE_PINS = {
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 @pytest.mark.parametrize("size", ["small", "medium"])
 def test_same_seed_writes_the_same_file(family: str, size: str, tmp_path: Path) -> None:
-    _needs_traces(family)
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     generate_file(family, size, 3, a)
     generate_file(family, size, 3, b)
@@ -87,7 +74,6 @@ def test_same_seed_writes_the_same_file(family: str, size: str, tmp_path: Path) 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_different_seeds_differ(family: str) -> None:
-    _needs_traces(family)
     a, b = generate(family, "small", 0), generate(family, "small", 1)
     assert a["name"] == f"{family}-small-s0" and b["name"] == f"{family}-small-s1"
     assert a["jobs"] != b["jobs"]
@@ -100,7 +86,6 @@ def test_different_seeds_differ(family: str) -> None:
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 @pytest.mark.parametrize("size", ["small", "medium"])
 def test_loads_validates_and_baselines_pass_check(family: str, size: str, tmp_path: Path) -> None:
-    _needs_traces(family)
     path = tmp_path / f"{family}-{size}.yaml"
     generate_file(family, size, 0, path)
     inst = ho.load_instance(path)
@@ -177,7 +162,7 @@ def test_deadline_most_jobs_due_tight_and_loose(size: str) -> None:
 
 
 def test_trace_jobs_are_a_run_of_real_jobs() -> None:
-    folder = str(_traces_or_skip())
+    folder = str(find_traces())
     trace = load_trace_jobs(folder)
     data = generate("trace", "medium", 0)
     jobs = data["jobs"]
@@ -193,7 +178,7 @@ def test_trace_jobs_are_a_run_of_real_jobs() -> None:
 
 
 def test_trace_demand_follows_a_day_of_servegen() -> None:
-    folder = str(_traces_or_skip())
+    folder = str(find_traces())
     rates = load_trace_inference(folder)
     data = generate("trace", "small", 0)
     slots = data["horizon"]["slots"]
@@ -210,7 +195,7 @@ def test_trace_demand_follows_a_day_of_servegen() -> None:
 
 
 def test_trace_file_is_self_contained_and_attributed(tmp_path: Path) -> None:
-    _traces_or_skip()
+    find_traces()
     path = tmp_path / "sub" / "t.yaml"
     generate_file("trace", "small", 0, path)
     text = path.read_text()
@@ -218,6 +203,13 @@ def test_trace_file_is_self_contained_and_attributed(tmp_path: Path) -> None:
     assert "alibaba/ServeGen" in text and "Apache-2.0" in text
     assert "csv" not in text.split("services:")[1]  # demand inline, no CSV reference
     assert ho.load_instance(path).name == "trace-small-s0"
+
+
+def test_traces_ship_with_the_package_with_their_licences() -> None:
+    folder = find_traces()
+    assert folder.parent.parent == Path(ho.__file__).resolve().parent  # horizon_opt/data/traces
+    readme = (folder / "README.md").read_text()
+    assert "MIT" in readme and "Apache-2.0" in readme and "Keep this attribution" in readme
 
 
 def test_trace_missing_files_give_a_clear_error(
@@ -248,7 +240,6 @@ def test_committed_small_instances_match_the_generator() -> None:
     assert {f.stem.split("-")[0] for f in files} == set(FAMILY_NAMES)
     for f in files:
         family, size, seed = f.stem.split("-")
-        _needs_traces(family)
         expected = json.dumps(generate(family, size, int(seed[1:])), sort_keys=True)
         assert json.dumps(yaml.safe_load(f.read_text()), sort_keys=True) == expected, f.name
 

@@ -963,7 +963,7 @@ def generate_cmd(
         Path | None,
         typer.Option(
             help="Folder of the trace CSVs (family trace). Default: $HORIZON_OPT_TRACES, "
-            "else ../shared/traces beside the repository.",
+            "else the copies that ship with horizon-opt.",
             show_default=False,
         ),
     ] = None,

@@ -1,8 +1,9 @@
 """Family `trace`: real jobs and a real inference demand shape, from two public traces.
 
-The trace CSVs are not in the repository; `find_traces` says where they are looked for. What the
-traces do not record follows enterprise's rules (priorities, allowed pools, deadlines) or is
-inferred (a job's kind, from its gang size and run time).
+The trace CSVs ship with the package (`horizon_opt/data/traces`, with their licences and
+attribution in its README.md); `find_traces` says where they are looked for. What the traces do
+not record follows enterprise's rules (priorities, allowed pools, deadlines) or is inferred (a
+job's kind, from its gang size and run time).
 """
 
 from __future__ import annotations
@@ -48,22 +49,19 @@ _KIND_PREFIX = {"training": "train", "batch_inference": "bi", "evaluation": "eva
 
 
 def default_traces_dir() -> Path:
-    """`../shared/traces` relative to the repository root (this file is
-    src/horizon_opt/generate/trace.py)."""
-    return Path(__file__).resolve().parents[4] / "shared" / "traces"
+    """The copies that ship with the package (this file is horizon_opt/generate/trace.py)."""
+    return Path(__file__).resolve().parents[1] / "data" / "traces"
 
 
 def find_traces(traces: str | os.PathLike[str] | None = None) -> Path:
     """The folder that holds both trace CSVs: `traces` if given, else $HORIZON_OPT_TRACES, else
-    `../shared/traces` beside the repository (or beside the working directory)."""
+    the package's own copies."""
     if traces is not None:
         candidates = [Path(traces)]
     elif os.environ.get(TRACES_ENV):
         candidates = [Path(os.environ[TRACES_ENV])]
     else:
-        candidates = list(
-            dict.fromkeys([default_traces_dir(), Path.cwd().resolve().parent / "shared" / "traces"])
-        )
+        candidates = [default_traces_dir()]
     for folder in candidates:
         if (folder / TRACE_JOBS_FILE).is_file() and (folder / TRACE_INFERENCE_FILE).is_file():
             return folder
