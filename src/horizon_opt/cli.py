@@ -7,6 +7,7 @@ import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +25,9 @@ from horizon_opt.export.explanations import (
     format_explanations,
     format_one,
 )
+from horizon_opt.importers import Imported, read_cluster
+from horizon_opt.importers.result import count_line
+from horizon_opt.importers.table import import_table
 from horizon_opt.instance import Instance, duration_minutes
 from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.metrics import evaluate
@@ -929,6 +933,88 @@ def report_cmd(
             path = write_report(inst, plans, output, labels=labels, prices=priced)
     size = path.stat().st_size
     typer.echo(f"report written to {path} ({len(plans)} plan(s), {size / 1e6:.1f} MB)")
+
+
+import_app = typer.Typer(
+    help="Turn a scheduler's queue and a cluster file into an instance file (FORMAT.md); "
+    "what could not be mapped is listed, a note per job and field.",
+    no_args_is_help=True,
+)
+app.add_typer(import_app, name="import")
+
+ClusterOption = Annotated[
+    Path,
+    typer.Option(
+        "--cluster",
+        "-c",
+        help="The cluster file: pools (with their partitions, host names, flavors), services, "
+        "outages, horizon (docs/import.md).",
+        show_default=False,
+    ),
+]
+ImportOutput = Annotated[
+    Path,
+    typer.Option(
+        "--output", "-o", help="The instance file to write (YAML; - for stdout).", parser=_file_name
+    ),
+]
+Snapshot = Annotated[
+    str | None,
+    typer.Option(
+        "--now",
+        help="The time of the snapshot, ISO-8601 (default: now; the source's own time when it "
+        "has one). It becomes the instance's `now`.",
+        show_default=False,
+    ),
+]
+
+
+def _snapshot(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError([f"--now: not an ISO-8601 time: {text!r}"]) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _write_imported(imported: Imported, output: Path) -> None:
+    """Notes on stderr, the instance (checked to compile) to `output`."""
+    with _input_errors():
+        instance = imported.compile()
+    for note in imported.notes:
+        typer.echo(f"note: {note}", err=True)
+    typer.echo(count_line(imported.notes, len(instance.jobs)), err=True)
+    if is_stdout(output):
+        typer.echo(imported.to_yaml(), nl=False)
+        return
+    with _input_errors(), writing("--output", output):
+        write_atomic(output, imported.to_yaml())
+    typer.echo(f"instance written to {output}", err=True)
+
+
+@import_app.command("csv")
+def import_csv_cmd(
+    table: Annotated[
+        Path, typer.Argument(metavar="JOBS.csv", help="One job a row (docs/import.md).")
+    ],
+    cluster: ClusterOption,
+    output: ImportOutput,
+    now: Snapshot = None,
+) -> None:
+    """A plain job table: the columns are the instance file's job fields."""
+    with _input_errors():
+        check_outputs(
+            [Output("--output", output, stdout=True)],
+            [("the job table", table), ("the cluster file", cluster)],
+        )
+        imported = import_table(
+            table,
+            read_cluster(cluster),
+            snapshot=_snapshot(now) or datetime.now(UTC),
+        )
+    _write_imported(imported, output)
 
 
 @app.command("schema")

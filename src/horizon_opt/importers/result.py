@@ -38,7 +38,9 @@ class Imported:
         return compile_instance(parse_spec(self.document))
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.document, sort_keys=False, allow_unicode=True, width=100)
+        return yaml.safe_dump(
+            self.document, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
+        )
 
 
 def gpu_indices(

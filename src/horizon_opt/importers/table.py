@@ -1,0 +1,188 @@
+"""`import csv`: a plain table, one job a row, for every queue that is not Slurm or Kueue.
+
+The columns are the instance file's job fields (FORMAT.md), so a spreadsheet export maps one to
+one:
+
+| column | required | meaning |
+| --- | --- | --- |
+| `id` | yes | job id |
+| `gpus` | yes | GPUs of the gang |
+| `duration` | yes | run time: slots (`12`) or with a unit (`90m`, `6h`, `2d`) |
+| `priority` | no (1) | > 0 |
+| `kind` | no (`other`) | training, batch_inference, quantization, evaluation, other |
+| `pools` | no (all) | allowed pools, separated by spaces or `;` |
+| `release`, `deadline` | no | slot, or ISO time |
+| `after` | no | ids of jobs it runs after, separated by spaces or `;` |
+| `start`, `end`, `nodes` | no | a running job (start before the snapshot) or a held start: its start, expected end, and nodes (instance node names `h100-0`, or host names from the cluster file); then `pools` names its pool |
+
+Columns the table has beyond these are noted once and ignored; an empty cell is an absent
+field. A value the instance file would refuse is refused with its row and column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from horizon_opt.errors import InputError, InstanceError
+from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document, iso
+from horizon_opt.importers.result import Imported, Note, gpu_indices
+from horizon_opt.io import read_text
+
+REQUIRED = ("id", "gpus", "duration")
+OPTIONAL = (
+    "priority",
+    "kind",
+    "pools",
+    "release",
+    "deadline",
+    "after",
+    "start",
+    "end",
+    "nodes",
+)
+_SPLIT = re.compile(r"[\s;]+")
+_JOB_PATH = re.compile(r"^jobs\[(\d+)\](\.?)(.*)$", re.DOTALL)
+
+
+def _words(cell: str) -> list[str]:
+    return [w for w in _SPLIT.split(cell.strip()) if w]
+
+
+def _time(cell: str) -> int | str:
+    """A slot (digits) or a time as written."""
+    text = cell.strip()
+    return int(text) if text.isascii() and text.isdigit() else text
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None  # the compiler names the cell
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _number(cell: str, row: int, column: str, file: str) -> float:
+    try:
+        value = float(cell)
+    except ValueError:
+        raise InputError(
+            [f"{file}: row {row}: {column}: expected a number, got {cell!r}"]
+        ) from None
+    return int(value) if value.is_integer() else value
+
+
+def read_table(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list[str]]:
+    """The rows (column -> cell) and the header of a job table; InputError names the file."""
+    file = Path(path)
+    try:
+        text = read_text(file)
+    except OSError as exc:
+        raise InputError([f"{file}: cannot read: {exc.strerror}"]) from None
+    except ValueError as exc:
+        raise InputError([f"{file}: {exc}"]) from None
+    try:
+        reader = csv.DictReader(io.StringIO(text))
+        header = [h.strip() for h in reader.fieldnames or []]
+        rows = [{k.strip(): (v or "").strip() for k, v in r.items() if k} for r in reader]
+    except csv.Error as exc:
+        raise InputError([f"{file}: not a CSV table: {exc}"]) from None
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise InputError([f"{file}: missing column(s) {', '.join(missing)} (header: {header})"])
+    return rows, header
+
+
+def import_table(
+    path: str | os.PathLike[str],
+    cluster: ClusterFile,
+    *,
+    name: str | None = None,
+    snapshot: datetime,
+) -> Imported:
+    """The jobs of a CSV table around the cluster, as of `snapshot` (its `now`)."""
+    file = str(path)
+    rows, header = read_table(path)
+    notes = [
+        Note("", f"column {c!r}", "not a job field: ignored")
+        for c in header
+        if c not in REQUIRED + OPTIONAL
+    ]
+    hosts = cluster.host_nodes()
+    per_node = {f"{p.name}-{i}": p.gpus_per_node for p in cluster.pools for i in range(p.nodes)}
+    jobs: list[dict[str, Any]] = []
+    running: list[tuple[str, dict[str, int]]] = []
+    first = horizon_start(cluster, snapshot)
+    for r, row in enumerate(rows, start=2):
+        job: dict[str, Any] = {"id": row["id"]}
+        gpus = _number(row["gpus"], r, "gpus", file)
+        job["gpus"] = gpus
+        job["duration"] = _time(row["duration"])
+        job["priority"] = (
+            _number(row["priority"], r, "priority", file) if row.get("priority") else 1
+        )
+        if row.get("kind"):
+            job["kind"] = row["kind"]
+        if row.get("pools"):
+            job["pools"] = _words(row["pools"])
+        for field in ("release", "deadline"):
+            if row.get(field):
+                job[field] = _time(row[field])
+        if row.get("after"):
+            job["after"] = _words(row["after"])
+        if row.get("start") or row.get("nodes"):
+            nodes = [hosts.get(n, n) for n in _words(row.get("nodes", ""))]
+            unknown = [n for n in nodes if n not in per_node]
+            if not row.get("start") or not nodes or unknown:
+                why = (
+                    f"unknown node(s) {', '.join(unknown)}"
+                    if unknown
+                    else "a placed job needs both start and nodes"
+                )
+                raise InputError([f"{file}: row {r}: nodes: {why}"])
+            pool = nodes[0].rsplit("-", 1)[0]
+            share = gpus // len(nodes) if isinstance(gpus, int) else 0
+            start = _time(row["start"])
+            if isinstance(start, str) and (when := _parse_time(start)) is not None and when < first:
+                notes.append(
+                    Note(
+                        row["id"],
+                        "start",
+                        f"{start} is before the horizon: placed from {iso(first)}",
+                    )
+                )
+                start = iso(first)
+            job["placed"] = {"pool": pool, "start": start}
+            if row.get("end"):
+                job["placed"]["end"] = _time(row["end"])
+            running.append((row["id"], {n: share for n in nodes}))
+        jobs.append(job)
+    indices, index_notes = gpu_indices(running, {}, per_node)
+    notes += index_notes
+    for job in jobs:
+        if "placed" in job:
+            job["placed"]["gpus"] = indices[job["id"]]
+    document = instance_document(cluster, name or Path(path).stem, snapshot, jobs)
+    imported = Imported(document, tuple(notes))
+    try:
+        imported.compile()
+    except InstanceError as exc:
+        raise InputError([_row_problem(file, p, rows) for p in exc.problems]) from None
+    return imported
+
+
+def _row_problem(file: str, problem: str, rows: list[dict[str, str]]) -> str:
+    """A compile problem said against the table's row and column, where it is a job's."""
+    where, _, message = problem.partition(": ")
+    m = _JOB_PATH.match(where)
+    if m is None:
+        return f"{file}: {problem}"
+    k = int(m.group(1))
+    column = m.group(3).split(".")[0].split("[")[0] or "row"
+    return f"{file}: row {k + 2} ({rows[k]['id']}): {column}: {message}"
