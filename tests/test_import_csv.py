@@ -127,3 +127,15 @@ def test_cli_writes_the_instance_and_prints_the_notes(tmp_path: Path) -> None:
     bad = runner.invoke(app, [*args, "-o", str(tmp_path / "x.yaml"), "--now", "soon"])
     assert bad.exit_code == 2 and "error: --now: not an ISO-8601 time: 'soon'" in bad.stderr
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_a_running_job_past_the_horizon_ends_with_it(tmp_path: Path) -> None:
+    # Horizon: 48 slots from 09:00; a 3-day job started at 09:00 would end after it.
+    table = tmp_path / "t.csv"
+    table.write_text("id,gpus,duration,start,nodes\nlong,8,3d,2026-12-01T09:00:00Z,h100-0\n")
+    result = import_table(table, read_cluster(DATA / "cluster.yaml"), snapshot=SNAPSHOT)
+    assert [str(n) for n in result.notes] == [
+        "long: end: 2026-12-04T09:00:00Z is after the horizon: placed to end with it"
+    ]
+    job = result.compile().jobs[0]
+    assert job.placed is not None and (job.placed.start, job.placed.end) == (0, 48)

@@ -25,13 +25,14 @@ import csv
 import io
 import os
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document, iso
 from horizon_opt.importers.result import Imported, Note, gpu_indices
+from horizon_opt.instance import duration_minutes
 from horizon_opt.io import read_text
 
 REQUIRED = ("id", "gpus", "duration")
@@ -66,6 +67,23 @@ def _parse_time(text: str) -> datetime | None:
     except ValueError:
         return None  # the compiler names the cell
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _end(row: dict[str, str], start: int | str, first: datetime, minutes: int) -> datetime | None:
+    """A placed job's expected end as a time (its `end`, else start + duration), when the cells
+    say it plainly; None leaves the compiler to judge them."""
+    at = _time(row["end"]) if row.get("end") else None
+    if isinstance(at, str):
+        return _parse_time(at)
+    begin = first + timedelta(minutes=minutes * start) if isinstance(start, int) else None
+    begin = begin or (_parse_time(start) if isinstance(start, str) else None)
+    if begin is None:
+        return None
+    if isinstance(at, int):
+        return first + timedelta(minutes=minutes * at)
+    length = _time(row["duration"])
+    span = length * minutes if isinstance(length, int) else duration_minutes(length)
+    return None if span is None else begin + timedelta(minutes=span)
 
 
 def _number(cell: str, row: int, column: str, file: str) -> float:
@@ -119,6 +137,8 @@ def import_table(
     jobs: list[dict[str, Any]] = []
     running: list[tuple[str, dict[str, int]]] = []
     first = horizon_start(cluster, snapshot)
+    minutes = cluster.horizon.slot_minutes
+    last = first + timedelta(minutes=minutes * cluster.horizon.slots)
     for r, row in enumerate(rows, start=2):
         job: dict[str, Any] = {"id": row["id"]}
         gpus = _number(row["gpus"], r, "gpus", file)
@@ -159,7 +179,15 @@ def import_table(
                 )
                 start = iso(first)
             job["placed"] = {"pool": pool, "start": start}
-            if row.get("end"):
+            end = _end(row, start, first, minutes)
+            if end is not None and end > last:
+                notes.append(
+                    Note(
+                        row["id"], "end", f"{iso(end)} is after the horizon: placed to end with it"
+                    )
+                )
+                job["placed"]["end"] = iso(last)
+            elif row.get("end"):
                 job["placed"]["end"] = _time(row["end"])
             running.append((row["id"], {n: share for n in nodes}))
         jobs.append(job)
