@@ -1,4 +1,4 @@
-"""Every instance and suite snippet in the docs loads as written."""
+"""Every instance, cluster-file and suite snippet in the docs loads as written."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 import horizon_opt as ho
 from horizon_opt.bench import load_suite
+from horizon_opt.importers import read_cluster
 
 ROOT = Path(__file__).parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks/README.md"]
@@ -35,7 +36,12 @@ def test_the_docs_have_snippets() -> None:
 
 @pytest.mark.parametrize(("where", "text"), BLOCKS, ids=[w for w, _ in BLOCKS])
 def test_snippet_loads(where: str, text: str, tmp_path: Path) -> None:
-    if "horizon:" in text:  # an instance; its demand CSV is the demo's
+    if "horizon:" in text and "name:" not in text.split("pools:")[0]:  # a cluster file
+        shutil.copy(ROOT / "instances" / "demo-chat.csv", tmp_path / "chat.csv")
+        file = tmp_path / "cluster.yaml"
+        file.write_text(text)
+        read_cluster(file)
+    elif "horizon:" in text:  # an instance; its demand CSV is the demo's
         shutil.copy(ROOT / "instances" / "demo-chat.csv", tmp_path / "demo-chat.csv")
         file = tmp_path / "instance.yaml"
         file.write_text(text)

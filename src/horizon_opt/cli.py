@@ -26,6 +26,7 @@ from horizon_opt.export.explanations import (
     format_one,
 )
 from horizon_opt.importers import Imported, read_cluster
+from horizon_opt.importers.kueue import import_kueue, read_workloads
 from horizon_opt.importers.result import count_line
 from horizon_opt.importers.table import import_table
 from horizon_opt.instance import Instance, duration_minutes
@@ -1013,6 +1014,42 @@ def import_csv_cmd(
             table,
             read_cluster(cluster),
             snapshot=_snapshot(now) or datetime.now(UTC),
+        )
+    _write_imported(imported, output)
+
+
+@import_app.command("kueue")
+def import_kueue_cmd(
+    workloads: Annotated[
+        Path,
+        typer.Argument(
+            metavar="WORKLOADS.json", help="The output of `kubectl get workloads -A -o json`."
+        ),
+    ],
+    cluster: ClusterOption,
+    output: ImportOutput,
+    now: Snapshot = None,
+    default_duration: Annotated[
+        str,
+        typer.Option(
+            help="Run time of a workload that states none (no horizon-opt/duration annotation, "
+            "maximumExecutionTimeSeconds or activeDeadlineSeconds); noted per job."
+        ),
+    ] = "4h",
+) -> None:
+    """Kueue Workloads: pending ones to plan, admitted ones running on their flavor's pool."""
+    with _input_errors():
+        check_outputs(
+            [Output("--output", output, stdout=True)],
+            [("the workloads file", workloads), ("the cluster file", cluster)],
+        )
+        imported = import_kueue(
+            read_workloads(workloads),
+            read_cluster(cluster),
+            name=workloads.stem,
+            snapshot=_snapshot(now),
+            default_duration=default_duration,
+            source=str(workloads),
         )
     _write_imported(imported, output)
 
