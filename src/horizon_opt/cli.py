@@ -28,6 +28,8 @@ from horizon_opt.export.explanations import (
 from horizon_opt.importers import Imported, read_cluster
 from horizon_opt.importers.kueue import import_kueue, read_workloads
 from horizon_opt.importers.result import count_line
+from horizon_opt.importers.slurm import import_slurm
+from horizon_opt.importers.source import read_json
 from horizon_opt.importers.table import import_table
 from horizon_opt.instance import Instance, duration_minutes
 from horizon_opt.io import load_instance, write_atomic
@@ -963,8 +965,8 @@ Snapshot = Annotated[
     str | None,
     typer.Option(
         "--now",
-        help="The time of the snapshot, ISO-8601 (default: now; the source's own time when it "
-        "has one). It becomes the instance's `now`.",
+        help="The time of the snapshot, ISO-8601; it becomes the instance's `now`. Slurm's own "
+        "`last_update` wins over it (a difference is noted); default: the time of the import.",
         show_default=False,
     ),
 ]
@@ -1014,6 +1016,42 @@ def import_csv_cmd(
             table,
             read_cluster(cluster),
             snapshot=_snapshot(now) or datetime.now(UTC),
+        )
+    _write_imported(imported, output)
+
+
+@import_app.command("slurm")
+def import_slurm_cmd(
+    squeue: Annotated[
+        Path, typer.Argument(metavar="SQUEUE.json", help="The output of `squeue --json`.")
+    ],
+    cluster: ClusterOption,
+    output: ImportOutput,
+    sacct: Annotated[
+        Path | None,
+        typer.Option(
+            help="The output of `sacct --json` (finished jobs): better run-time estimates, and "
+            "which dependencies are met.",
+            show_default=False,
+        ),
+    ] = None,
+    now: Snapshot = None,
+) -> None:
+    """Slurm's queue: pending jobs to plan, running jobs placed on their nodes."""
+    inputs = [("the squeue file", squeue), ("the cluster file", cluster)]
+    with _input_errors():
+        check_outputs(
+            [Output("--output", output, stdout=True)],
+            inputs + ([] if sacct is None else [("the sacct file", sacct)]),
+        )
+        imported = import_slurm(
+            read_json(squeue, "squeue --json output"),
+            read_cluster(cluster),
+            sacct=None if sacct is None else read_json(sacct, "sacct --json output"),
+            name=squeue.stem,
+            snapshot=_snapshot(now),
+            squeue_source=str(squeue),
+            sacct_source=str(sacct),
         )
     _write_imported(imported, output)
 

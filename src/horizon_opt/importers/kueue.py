@@ -50,7 +50,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from pathlib import Path
 from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError
@@ -62,8 +61,8 @@ from horizon_opt.importers.cluster import (
     iso,
 )
 from horizon_opt.importers.result import Imported, Note, gpu_indices
+from horizon_opt.importers.source import read_json
 from horizon_opt.instance import duration_minutes
-from horizon_opt.io import read_text
 from horizon_opt.spec import JOB_KINDS, MAX_PRIORITY, MAX_SLOTS, show
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
@@ -695,19 +694,7 @@ class _Running:
 
 def read_workloads(path: str | os.PathLike[str]) -> Any:
     """The parsed JSON of a `kubectl get workloads -A -o json` file; InputError names the file."""
-    file = Path(path)
-    try:
-        text = read_text(file)
-    except OSError as exc:
-        raise InputError([f"{file}: cannot read: {exc.strerror}"]) from None
-    except ValueError as exc:
-        raise InputError([f"{file}: {exc}"]) from None
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise InputError([f"{file}: not valid JSON: nested too deeply"]) from None
-    except ValueError as exc:
-        raise InputError([f"{file}: not valid JSON: {exc}"]) from None
+    return read_json(path, "kubectl get workloads -o json output")
 
 
 def import_kueue(
