@@ -7,6 +7,7 @@ import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -24,6 +25,18 @@ from horizon_opt.export.explanations import (
     explanations_json,
     format_explanations,
     format_one,
+)
+from horizon_opt.forecast import (
+    History,
+    SeasonalQuantile,
+    backtest,
+    demand_csv_text,
+    demand_for,
+    headroom_for,
+    patch_instance,
+    read_history,
+    summarize,
+    to_datetime,
 )
 from horizon_opt.importers import Imported, read_cluster
 from horizon_opt.importers.kueue import import_kueue, read_workloads
@@ -936,6 +949,158 @@ def report_cmd(
             path = write_report(inst, plans, output, labels=labels, prices=priced)
     size = path.stat().st_size
     typer.echo(f"report written to {path} ({len(plans)} plan(s), {size / 1e6:.1f} MB)")
+
+
+BACKTEST_QUANTILES = (0.9, 0.95, 0.99)
+
+
+def _backtest_lines(history: History, params: SeasonalQuantile, rps: float) -> list[str]:
+    """Coverage and over-reservation of day-ahead forecasts over the history, per quantile."""
+    head = f"{'quantile':>8}  {'coverage':>8}  {'over':>6}  {'under':>6}  {'h for 95%':>9}"
+    lines = ["backtest: day-ahead from each midnight of the history, fit on what came before", head]
+    for q in sorted({*BACKTEST_QUANTILES, params.quantile}):
+        rows = backtest(history, replace(params, quantile=q), rps_per_replica=rps)
+        if not rows:
+            return ["backtest: the history is too short (a week and a day at least)"]
+        s = summarize(rows)
+        h = headroom_for(rows, 0.95)
+        lines.append(
+            f"{'p' + format(100 * q, 'g'):>8}  {s.coverage:>8.1%}  {s.over:>6.1%}  "
+            f"{s.under:>6.1%}  {h:>9.1%}"
+        )
+    lines.append(
+        "coverage: share of slots whose demand stayed within the reservation; over / under: "
+        "replica-hours reserved in vain / short, per replica-hour used; h for 95%: the headroom "
+        "that would have covered 95% (in-sample)"
+    )
+    return lines
+
+
+@app.command("forecast")
+def forecast_cmd(
+    history_file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="HISTORY.csv",
+            help="Request rate (or replicas) over time: a timestamp column (ISO or epoch "
+            "seconds) and a value column.",
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The demand CSV to write (time, replicas), or with --patch the patched "
+            "instance; - for stdout.",
+            parser=_file_name,
+        ),
+    ],
+    rps_per_replica: Annotated[
+        float,
+        typer.Option(
+            help="Requests per second one replica serves (1 when the history counts replicas).",
+            min=1e-9,
+        ),
+    ] = 1.0,
+    quantile: Annotated[
+        float, typer.Option(help="Which quantile of past demand to reserve.", min=0.5, max=0.999)
+    ] = 0.95,
+    seasonality: Annotated[str, typer.Option(help="day or week.")] = "day",
+    window_days: Annotated[float, typer.Option(help="Days of history to use.", min=1)] = 28.0,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            help="First slot's time, ISO-8601 (default: the history's end).", show_default=False
+        ),
+    ] = None,
+    slots: Annotated[int, typer.Option(help="Slots to forecast.", min=1)] = 24,
+    slot_minutes: Annotated[int, typer.Option(help="Slot length in minutes.", min=1)] = 60,
+    time_column: Annotated[str | None, typer.Option(show_default=False)] = None,
+    value_column: Annotated[str | None, typer.Option(show_default=False)] = None,
+    where: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Keep only rows with COLUMN=VALUE (repeat for more).", show_default=False
+        ),
+    ] = None,
+    column: Annotated[str, typer.Option(help="The demand CSV's value column.")] = "replicas",
+    patch: Annotated[
+        Path | None,
+        typer.Option(
+            help="An instance file whose --service demand to replace (inline); its horizon "
+            "gives the start, slots and slot length.",
+            show_default=False,
+        ),
+    ] = None,
+    service: Annotated[str | None, typer.Option(show_default=False)] = None,
+    run_backtest: Annotated[
+        bool,
+        typer.Option(
+            "--backtest",
+            help="Also print coverage and over-reservation of p90/p95/p99 on the history.",
+        ),
+    ] = False,
+) -> None:
+    """Forecast a service's replica demand per slot from its history (the seasonal quantile of
+    the same time of day, or of week), for a demand CSV or an instance."""
+    with _input_errors():
+        check_outputs(
+            [Output("--output", output, stdout=True)],
+            [("the history file", history_file), *([] if patch is None else [("--patch", patch)])],
+        )
+        if (patch is None) != (service is None):
+            raise InputError(["--patch and --service go together"])
+        filters = {}
+        for item in where or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise InputError([f"--where: expected COLUMN=VALUE, got {item!r}"])
+            filters[key] = value
+        history = read_history(history_file, time_column, value_column, where=filters or None)
+        if patch is not None:
+            horizon = load_instance(patch)
+            if horizon.start is None:
+                raise InputError([f"--patch: {patch} has no horizon.start to forecast from"])
+            first, slots, slot_minutes = horizon.start, horizon.slots, horizon.slot_minutes
+        elif (given := _snapshot(start)) is not None:
+            first = given
+        else:  # the next slot boundary after the history
+            step = slot_minutes * 60
+            first = to_datetime(-(-history.end // step) * step)
+        if seasonality not in ("day", "week"):
+            raise InputError([f"--seasonality: day or week, got {seasonality!r}"])
+        try:
+            params = SeasonalQuantile(
+                quantile,
+                "week" if seasonality == "week" else "day",
+                window_days,
+                slot_minutes,
+            )
+            values = demand_for(history, first, slots, rps_per_replica, params)
+        except ValueError as exc:
+            raise InputError([f"forecast: {exc}"]) from None
+    if run_backtest:
+        for line in _backtest_lines(history, params, rps_per_replica):
+            typer.echo(line, err=True)
+    typer.echo(
+        f"forecast: {slots} slots of {slot_minutes} min from {first:%Y-%m-%d %H:%M} UTC, "
+        f"p{100 * quantile:g} of {history_file.name}: mean {float(values.mean()):.2f}, "
+        f"peak {float(values.max()):.2f} replicas",
+        err=True,
+    )
+    if patch is not None:
+        assert service is not None
+        with _input_errors():
+            text = patch_instance(patch, service, values)
+    else:
+        text = demand_csv_text(first, slot_minutes, values, column)
+    if is_stdout(output):
+        typer.echo(text, nl=False)
+        return
+    with _input_errors(), writing("--output", output):
+        write_atomic(output, text)
+    typer.echo(f"written: {output}", err=True)
 
 
 import_app = typer.Typer(
