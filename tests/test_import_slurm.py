@@ -1288,7 +1288,7 @@ def test_read_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "cannot read squeue --json output: No such file or directory"),
+        (None, "cannot read: No such file or directory"),
         (
             b'{"jobs": [',
             "not valid JSON (squeue --json output): Expecting value at line 1 column 11",

@@ -53,7 +53,7 @@ import yaml
 
 from horizon_opt.errors import InputError
 from horizon_opt.instance import FloatArray
-from horizon_opt.io import read_text, write_atomic
+from horizon_opt.io import read_input, write_atomic
 from horizon_opt.spec import show
 
 TimeLike = datetime | float | int  # a datetime (naive = UTC) or seconds since the Unix epoch
@@ -200,12 +200,9 @@ def read_history(
     """
     file = Path(path)
     name = str(file)
+    text = read_input(file)
     try:
-        rows = list(csv.reader(io.StringIO(read_text(file), newline="")))
-    except OSError as exc:
-        raise InputError([f"{name}: cannot read: {exc.strerror}"]) from None
-    except ValueError as exc:
-        raise InputError([f"{name}: {exc}"]) from None
+        rows = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as exc:
         raise InputError([f"{name}: not a readable CSV file: {exc}"]) from None
     if not rows:
@@ -769,12 +766,7 @@ def patch_instance(
     if (values is None) == (csv_path is None):
         raise ValueError("give either values or csv_path")
     file = Path(instance_path)
-    try:
-        text = read_text(file)
-    except OSError as exc:
-        raise InputError([f"{file}: cannot read: {exc.strerror}"]) from None
-    except ValueError as exc:
-        raise InputError([f"{file}: {exc}"]) from None
+    text = read_input(file)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:

@@ -320,15 +320,22 @@ def _parses_as_time(text: str) -> bool:
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_yaml(path: str | os.PathLike[str], error: type[InputError] = InputError) -> Any:
-    """Parsed YAML of a file; an unreadable file or bad YAML raises `error` naming the file."""
+def read_input(path: str | os.PathLike[str], error: type[InputError] = InputError) -> str:
+    """The text of an input file; an unreadable file, or one that is not UTF-8 or too large,
+    raises `error` naming the file."""
     file = Path(path)
     try:
-        text = read_text(file)
+        return read_text(file)
     except OSError as exc:
         raise error([f"{file}: cannot read: {exc.strerror}"]) from None
     except ValueError as exc:
         raise error([f"{file}: {exc}"]) from None
+
+
+def read_yaml(path: str | os.PathLike[str], error: type[InputError] = InputError) -> Any:
+    """Parsed YAML of a file; an unreadable file or bad YAML raises `error` naming the file."""
+    file = Path(path)
+    text = read_input(file, error)
     try:
         return yaml.load(text, Loader=_YAML_LOADER)
     except RecursionError:

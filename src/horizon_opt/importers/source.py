@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from horizon_opt.errors import InputError
-from horizon_opt.io import read_text
+from horizon_opt.io import read_input
 
 
 def read_json(path: str | os.PathLike[str], what: str) -> Any:
@@ -16,12 +16,7 @@ def read_json(path: str | os.PathLike[str], what: str) -> Any:
     an unreadable file, text that is not UTF-8 or too large, or bad JSON raises InputError
     naming the file. NaN and Infinity are not JSON and are refused too."""
     file = Path(path)
-    try:
-        text = read_text(file)
-    except OSError as exc:
-        raise InputError([f"{file}: cannot read {what}: {exc.strerror}"]) from None
-    except ValueError as exc:
-        raise InputError([f"{file}: {exc}"]) from None
+    text = read_input(file)
 
     def constant(name: str) -> Any:
         raise ValueError(f"{name} is not a JSON number")

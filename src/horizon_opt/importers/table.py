@@ -33,7 +33,7 @@ from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document, iso
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.instance import duration_minutes
-from horizon_opt.io import read_text
+from horizon_opt.io import read_input
 
 REQUIRED = ("id", "gpus", "duration")
 OPTIONAL = (
@@ -99,12 +99,7 @@ def _number(cell: str, row: int, column: str, file: str) -> float:
 def read_table(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list[str]]:
     """The rows (column -> cell) and the header of a job table; InputError names the file."""
     file = Path(path)
-    try:
-        text = read_text(file)
-    except OSError as exc:
-        raise InputError([f"{file}: cannot read: {exc.strerror}"]) from None
-    except ValueError as exc:
-        raise InputError([f"{file}: {exc}"]) from None
+    text = read_input(file)
     try:
         reader = csv.DictReader(io.StringIO(text))
         header = [h.strip() for h in reader.fieldnames or []]
