@@ -19,14 +19,10 @@ lagging behind by half the window.
 
 Why this method and not a forecasting library: it needs nothing beyond numpy, its quantile is
 exact (no distribution assumed for bursty, skewed LLM traffic), every number can be traced to
-the past slots it came from, and it is measured (benchmarks/forecast.py,
-benchmarks/results/forecast.md: day-ahead forecasts of the ServeGen traces from each midnight
-of their last week). Without the level, the p95 forecast covers only 78% (m-mid) and 67%
-(m-small) of hours, since the traffic grows over the two weeks; with it, 97% and 86% (93% with
-`neighbours=2`). The price of 95% coverage (the over-reservation once a headroom lifts each
-method to 95% on those hours) is 42-48% of the demand here, against 57-66% for statsforecast's
-AutoETS and MSTL prediction intervals on the same origins, and 37% (m-mid, a flat daily cycle)
-or 59% (m-small) for a static peak reservation. So no forecasting library is used.
+the past slots it came from, and on the public serving traces it reserves less for the same
+coverage than the library intervals tried and than the naive baselines; without the level it
+lags growing traffic. The numbers, and the command that measures them, are in
+benchmarks/README.md ("Demand forecasts").
 
 Units. Values are whatever the history holds (requests per second, or replicas); `replicas`
 divides a rate by the throughput of one replica and keeps the fraction, because the instance's
