@@ -124,6 +124,15 @@ def test_large_sizes_compile(size: str) -> None:
             assert by_name["a100"] > by_name["h100"]
 
 
+def test_xxl_is_the_16k_gpu_point() -> None:
+    # Generated and planned by benchmarks/suite-scale.yaml (too slow for a unit test).
+    from horizon_opt.generate.sizes import SIZES
+
+    xxl = SIZES["xxl"]
+    assert (xxl.gpus, xxl.jobs, xxl.slots, xxl.hours, xxl.services) == (16384, 20000, 336, 336, 12)
+    assert len(xxl.pools) == 3
+
+
 def test_enterprise_small_plans_pass_check() -> None:
     for seed in (0, 1):
         assert_valid_plans(compile_instance(parse_spec(generate("enterprise", "small", seed))))

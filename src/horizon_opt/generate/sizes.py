@@ -54,6 +54,10 @@ SIZES: dict[str, Size] = {
     "xl": Size(
         _cluster(256, 160, 96), jobs=5000, slots=672, slot_minutes=60, services=8, outages=12
     ),
+    # 16,384 GPUs: the scale of the clusters that most need planning, over two weeks.
+    "xxl": Size(
+        _cluster(1024, 640, 384), jobs=20000, slots=336, slot_minutes=60, services=12, outages=24
+    ),
 }
 
 # Slowdown of each GPU type against h100 (uniform range, drawn per job).

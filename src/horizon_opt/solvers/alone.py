@@ -180,19 +180,32 @@ class AloneView:
         first = inst.pools[p].first_node
         return tuple(first + int(n) for n in np.flatnonzero(ok)[: gang.nodes])
 
-    def earliest_start(self, job: Job, t0: int, latest_end: int) -> Fit | None:
-        """The earliest-starting window from t0 that ends by `latest_end` (ties: fastest pool)."""
-        best: Fit | None = None
+    def _first(self, job: Job, t0: int, latest_end: int) -> tuple[int, int] | None:
+        """(pool, start) of the earliest-starting window from t0 that ends by `latest_end`
+        (ties: fastest pool)."""
+        best: tuple[int, int] | None = None
         for p, d in sorted(job.durations.items(), key=lambda item: (item[1], item[0])):
             fits = self.fits(p, job.gangs[p], d)
             last = min(latest_end - d, len(fits) - 1)
             if last < t0:
                 continue
-            found = np.flatnonzero(fits[t0 : last + 1])
-            if len(found) and (best is None or t0 + int(found[0]) < best.start):
-                s = t0 + int(found[0])
-                best = Fit(p, s, self._nodes(p, job.gangs[p], s, d))
+            k = int(fits[t0 : last + 1].argmax())
+            if fits[t0 + k] and (best is None or t0 + k < best[1]):
+                best = (p, t0 + k)
         return best
+
+    def can_start(self, job: Job, t0: int, latest_end: int) -> bool:
+        """Whether some window from t0 ends by `latest_end`."""
+        return self._first(job, t0, latest_end) is not None
+
+    def earliest_start(self, job: Job, t0: int, latest_end: int) -> Fit | None:
+        """The earliest-starting window from t0 that ends by `latest_end` (ties: fastest pool),
+        with the nodes it would take."""
+        first = self._first(job, t0, latest_end)
+        if first is None:
+            return None
+        p, s = first
+        return Fit(p, s, self._nodes(p, job.gangs[p], s, job.durations[p]))
 
     def earliest_end(self, job: Job, t0: int, latest_end: int) -> Fit | None:
         """The window from t0 that ends earliest, by `latest_end` (ties: fastest pool)."""

@@ -156,10 +156,10 @@ class Diagnosis:
         inst, job = self.instance, self.instance.jobs[j]
         S, latest = inst.slots, job.latest_end(inst.slots)
         end_in_time, until = _until(job, S)
-        if self.alone.earliest_start(job, 0, S) is None:
+        if not self.alone.can_start(job, 0, S):
             return Cause(Code.NO_FITTING_POOL, self._no_pool(job))
         est = self.est[j]
-        if self.alone.earliest_start(job, est, latest) is None:
+        if not self.alone.can_start(job, est, latest):
             first = self.alone.earliest_end(job, est, S)
             since = (
                 f"released at slot {est}"
@@ -188,7 +188,7 @@ class Diagnosis:
                 Code.PREDECESSOR_UNPLANNED, f"runs after {names}, which {verb} not planned"
             )
         ready = self.ready(j)
-        if self.alone.earliest_start(job, ready, latest) is None:
+        if not self.alone.can_start(job, ready, latest):
             last = max(job.after, key=lambda q: self.placed[q].end(inst))
             return Cause(
                 Code.PREDECESSOR_LATE,
