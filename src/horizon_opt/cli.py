@@ -1349,12 +1349,28 @@ def bench_cmd(
         bool,
         typer.Option(help="Rewrite summary.md and the charts from OUT/results.csv; run nothing."),
     ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="Where runs happen: local (a process pool on this machine) or ray (a Ray "
+            "cluster; needs the ray extra of horizon-opt, see docs/bench.md)."
+        ),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            help="With --engine ray: the cluster, auto (the one this machine belongs to) or "
+            "ray://HOST:10001. Default: start a local Ray instance.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run every (instance, solver) pair of a suite in guarded worker processes; write
     results.csv, summary.md, the plans and charts. Exit 1 when a run failed or a plan is invalid."""
     from horizon_opt import bench
 
     with _input_errors():
+        bench.check_engine(engine, address)
         suite = bench.load_suite(suite_file)
         folder = out if out is not None else suite_file.parent / "results" / suite_file.stem
         check_outputs(
@@ -1370,7 +1386,14 @@ def bench_cmd(
         else:
             try:
                 result = bench.run_suite(
-                    suite, folder, jobs=jobs, traces=traces, only=only, charts=charts
+                    suite,
+                    folder,
+                    jobs=jobs,
+                    traces=traces,
+                    only=only,
+                    charts=charts,
+                    engine=engine,
+                    address=address,
                 )
             except bench.Interrupted as stop:
                 done = len(stop.result.rows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 from collections.abc import Callable, Sequence
@@ -75,7 +76,7 @@ def write_charts(rows: Sequence[Row], out: Path, anytime: Sequence[str] = ()) ->
     if cp:
         fig = Figure(figsize=(10, 4.2), layout="constrained")
         ax_g, ax_t = fig.subplots(1, 2)
-        markers = dict(zip(SIZES, "osD^", strict=True))
+        markers = dict(zip(SIZES, itertools.cycle("osD^vP"), strict=False))  # a marker per size
         families_cp = list(dict.fromkeys(str(r["family"]) for r in cp))
         colors = {f: f"C{k % 10}" for k, f in enumerate(families_cp)}
         for r in cp:

@@ -1,22 +1,67 @@
-"""Many runs at once, each in its own process, any that outlives its time guard killed."""
+"""Many runs at once, each in its own process, any that outlives its time guard killed.
+
+`run_one` is a single guarded run, the same way: what the Ray engine (ray_engine.py) runs on a
+node for each task."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import sys
 import time
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from horizon_opt.bench.rows import Row, failure_row
 from horizon_opt.bench.tasks import Task
-from horizon_opt.bench.worker import worker_main
+from horizon_opt.bench.worker import worker_main as worker_main  # the entry point of a run
+from horizon_opt.instance import Instance
 from horizon_opt.solvers import SOLVERS
 
 
 def _expected_seconds(task: Task) -> float:
     return task.time_limit if SOLVERS[task.solver].anytime else 0.0
+
+
+def longest_first(tasks: Sequence[Task]) -> list[Task]:
+    """The order runs start in: the longest expected first, then suite order."""
+    order = sorted(range(len(tasks)), key=lambda i: (-_expected_seconds(tasks[i]), i))
+    return [tasks[i] for i in order]
+
+
+def crashed_row(code: int | None, wall: float) -> Row:
+    """The row of a run whose process died without sending its row."""
+    hint = " (killed: memory?)" if code in (-6, -9, -11) else ""
+    return failure_row("crashed", f"worker exited with code {code}{hint}", wall)
+
+
+def timeout_row(guard: float, wall: float) -> Row:
+    """The row of a run killed by its wall-clock guard."""
+    return failure_row("timeout", f"killed after {guard:.0f} s (time guard)", wall)
+
+
+@contextlib.contextmanager
+def _without_main() -> Iterator[None]:
+    """Around the start of a run's process. A spawned process first imports its parent's main
+    module again (as __mp_main__); a run needs nothing of it (the bench command, pytest, in a Ray
+    worker Ray itself), and what it loads would count towards the run's peak memory and its
+    address-space limit."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+def remove_stale(task: Task) -> None:
+    """Remove the plan and progress files of an earlier run of the task."""
+    for stale in (task.plan_path, task.progress_path):
+        if stale is not None:
+            Path(stale).unlink(missing_ok=True)
 
 
 @dataclass
@@ -37,8 +82,7 @@ def run_tasks(
     """Run every task in its own process, at most `jobs` at once (longest expected first),
     killing any that outlives its guard. Returns the row of each task (failures included)."""
     ctx = multiprocessing.get_context("spawn")
-    order = sorted(range(len(tasks)), key=lambda i: (-_expected_seconds(tasks[i]), i))
-    pending = [tasks[i] for i in order]
+    pending = longest_first(tasks)
     pending.reverse()  # pop() from the end takes the longest first
     running: dict[Connection, _Running] = {}
     results: dict[Task, Row] = {}
@@ -54,12 +98,11 @@ def run_tasks(
         while pending or running:
             while pending and len(running) < max(1, jobs):
                 task = pending.pop()
-                for stale in (task.plan_path, task.progress_path):
-                    if stale is not None:
-                        Path(stale).unlink(missing_ok=True)
+                remove_stale(task)
                 receive, send = ctx.Pipe(duplex=False)
                 process = ctx.Process(target=worker_main, args=(task, send), daemon=True)
-                process.start()
+                with _without_main():
+                    process.start()
                 send.close()
                 running[receive] = _Running(task, process, receive, time.monotonic())
                 if on_start is not None:
@@ -72,13 +115,7 @@ def run_tasks(
                     row: Row = conn.recv()
                 except EOFError:
                     run.process.join(5)
-                    code = run.process.exitcode
-                    hint = " (killed: memory?)" if code in (-6, -9, -11) else ""
-                    row = failure_row(
-                        "crashed",
-                        f"worker exited with code {code}{hint}",
-                        time.monotonic() - run.started,
-                    )
+                    row = crashed_row(run.process.exitcode, time.monotonic() - run.started)
                 run.process.join(5)
                 finish(run, row)
             now = time.monotonic()
@@ -86,14 +123,7 @@ def run_tasks(
                 if now - run.started > run.task.guard_seconds:
                     run.process.kill()
                     run.process.join(5)
-                    finish(
-                        run,
-                        failure_row(
-                            "timeout",
-                            f"killed after {run.task.guard_seconds:.0f} s (time guard)",
-                            now - run.started,
-                        ),
-                    )
+                    finish(run, timeout_row(run.task.guard_seconds, now - run.started))
             if on_tick is not None:
                 on_tick([(r.task, now - r.started) for r in running.values()])
     finally:
@@ -102,3 +132,36 @@ def run_tasks(
             run.process.join(5)
             run.conn.close()
     return results
+
+
+def run_one(
+    task: Task,
+    instance: Instance | None = None,
+    target: Callable[[Task, Connection, Instance | None], None] = worker_main,
+) -> Row:
+    """One run in a fresh process, guarded as `run_tasks` guards each: `target` (the worker's
+    entry point) sets the memory limit; the run is killed once it outlives its time guard, and a
+    process that dies without a row is a crashed run. Blocks until the run ends."""
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=target, args=(task, send, instance), daemon=True)
+    started = time.monotonic()
+    with _without_main():
+        process.start()
+    send.close()
+    try:
+        if receive.poll(task.guard_seconds):
+            try:
+                row: Row = receive.recv()
+            except EOFError:
+                process.join(5)
+                row = crashed_row(process.exitcode, time.monotonic() - started)
+        else:
+            process.kill()
+            row = timeout_row(task.guard_seconds, time.monotonic() - started)
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join(5)
+        receive.close()
+    return row

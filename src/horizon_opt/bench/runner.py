@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -16,7 +17,33 @@ from horizon_opt.bench.rows import Row, read_csv, result_row, write_csv
 from horizon_opt.bench.suite import Suite
 from horizon_opt.bench.summary import summarize
 from horizon_opt.bench.tasks import Task, make_tasks, prepare
+from horizon_opt.errors import InputError
 from horizon_opt.io import write_atomic
+
+ENGINES = ("local", "ray")  # where runs happen: a local process pool, or Ray (ray_engine.py)
+
+
+def check_engine(engine: str, address: str | None = None) -> None:
+    """InputError for an unknown engine, or an address without the Ray engine."""
+    if engine not in ENGINES:
+        raise InputError(
+            [f"--engine: unknown engine {engine!r}; choose one of {', '.join(ENGINES)}"]
+        )
+    if address is not None and engine != "ray":
+        raise InputError([f"--address: only with --engine ray (the engine is {engine})"])
+
+
+def _engine(
+    engine: str, address: str | None, stream: IO[str] | None
+) -> Callable[..., dict[Task, Row]]:
+    """The `run_tasks` of an engine; with Ray, imported now: a missing Ray is an error at once."""
+    check_engine(engine, address)
+    if engine == "local":
+        return run_tasks
+    from horizon_opt.bench import ray_engine
+
+    ray_engine.import_ray()
+    return partial(ray_engine.run_tasks_ray, address=address, stream=stream)
 
 
 @dataclass
@@ -38,12 +65,18 @@ def run_suite(
     only: str | None = None,
     charts: bool = True,
     stream: IO[str] | None = None,
+    engine: str = "local",
+    address: str | None = None,
 ) -> BenchResult:
     """Run a suite and write results.csv, summary.md, plans, progress events and charts.
 
     With `only`, the new rows replace the same (instance, solver) rows of an existing
     results.csv in `out` and the others are kept, so a partial rerun updates a full run. On
-    Ctrl-C the finished runs are written and `Interrupted` is raised."""
+    Ctrl-C the finished runs are written and `Interrupted` is raised.
+
+    `engine` "ray" runs the same tasks on Ray (`address`: see `ray_engine.connect`), with the
+    same guards and the same rows; InputError when Ray is missing or unreachable."""
+    run = _engine(engine, address, stream)
     folder = Path(out)
     started = time.monotonic()
     instances = prepare(suite, folder, traces=traces, only=only)
@@ -57,7 +90,7 @@ def run_suite(
 
     interrupted = False
     try:
-        run_tasks(tasks, jobs, on_done=done, on_tick=display.tick)
+        run(tasks, jobs, on_done=done, on_tick=display.tick)
     except KeyboardInterrupt:
         interrupted = True
     finally:

@@ -13,18 +13,33 @@ from multiprocessing.connection import Connection
 from horizon_opt.bench.rows import Row
 from horizon_opt.bench.tasks import Task
 from horizon_opt.check import check
+from horizon_opt.instance import Instance
 from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.metrics import evaluate
 from horizon_opt.solvers import Progress, solve
 
 
 def _peak_mib() -> float:
+    """This process's peak resident memory: VmHWM, where Linux has it. Not ru_maxrss, which
+    keeps across exec the peak of the process this one was forked from (the bench process, or a
+    Ray worker), so that a run would report at least that."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def solve_task(task: Task) -> Row:
-    """Solve one (instance, solver) pair, write the plan, check and evaluate it: one raw row."""
-    inst = load_instance(task.path)
+def solve_task(task: Task, instance: Instance | None = None) -> Row:
+    """Solve one (instance, solver) pair, write the plan, check and evaluate it: one raw row.
+
+    Given the compiled `instance` (the Ray engine: the run may be on a node without the suite's
+    files), the run reads no file and writes none: the plan and progress events come back as
+    JSON text in the row (`plan_json`, `progress_json`) for the driver to write."""
+    inst = load_instance(task.path) if instance is None else instance
     events: list[Progress] = []
     started = time.perf_counter()
     plan = solve(
@@ -36,9 +51,12 @@ def solve_task(task: Task) -> Row:
         on_progress=events.append if task.progress_path is not None else None,
     )
     wall = time.perf_counter() - started
-    plan.write(task.plan_path)
+    plan_json = plan.to_json()
+    if instance is None:
+        write_atomic(task.plan_path, plan_json)
     violations = check(inst, plan)
     m = evaluate(inst, plan)
+    progress_json = None
     if task.progress_path is not None:
         progress = {
             "instance": task.instance,
@@ -47,8 +65,10 @@ def solve_task(task: Task) -> Row:
             "events": [[e.elapsed, e.objective, e.bound] for e in events],
             "final": [wall, m.pwo, plan.bound],
         }
-        write_atomic(task.progress_path, json.dumps(progress) + "\n")
-    return {
+        progress_json = json.dumps(progress) + "\n"
+        if instance is None:
+            write_atomic(task.progress_path, progress_json)
+    row: Row = {
         "status": plan.status,
         "valid": "no" if violations else "yes",
         "violations": violations.total,
@@ -65,6 +85,9 @@ def solve_task(task: Task) -> Row:
         "plan": task.plan_path,
         "error": "",
     }
+    if instance is not None:
+        row.update(plan_json=plan_json, progress_json=progress_json)
+    return row
 
 
 def _out_of_memory(exc: BaseException) -> bool:
@@ -76,7 +99,7 @@ def _out_of_memory(exc: BaseException) -> bool:
     return os.strerror(errno.ENOMEM) in str(exc)  # e.g. an InputError around a failed read
 
 
-def worker_main(task: Task, conn: Connection) -> None:
+def worker_main(task: Task, conn: Connection, instance: Instance | None = None) -> None:
     """Process entry point: set the memory guard, run `solve_task`, send the row back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the workers
     setrlimit, what = resource.setrlimit, resource.RLIMIT_AS
@@ -87,7 +110,7 @@ def worker_main(task: Task, conn: Connection) -> None:
             limit = min(limit, restore[1])
         setrlimit(what, (limit, restore[1]))
     try:
-        row = solve_task(task)
+        row = solve_task(task, instance)
     except BaseException as exc:  # a failed run is a row, not the end of the batch
         setrlimit(what, restore)
         if task.memory_mib is not None and _out_of_memory(exc):
