@@ -56,6 +56,7 @@ from horizon_opt.simulate.report import format_table, plot_realized, to_csv
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
 from horizon_opt.solvers.options import MAX_SEED, default_workers
 from horizon_opt.spec import InstanceSpec
+from horizon_opt.times import parse_time
 from horizon_opt.validate import validate
 from horizon_opt.version import __version__
 from horizon_opt.whatif import (
@@ -1140,11 +1141,10 @@ Snapshot = Annotated[
 def _snapshot(text: str | None) -> datetime | None:
     if text is None:
         return None
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError([f"--now: not an ISO-8601 time: {text!r}"]) from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    when = parse_time(text)
+    if when is None:
+        raise InputError([f"--now: not an ISO-8601 time: {text!r}"])
+    return when
 
 
 def _write_imported(imported: Imported, output: Path) -> None:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal
 
 from horizon_opt.churn import Move, job_move
 from horizon_opt.instance import Instance
 from horizon_opt.metrics import evaluate, on_time
 from horizon_opt.plan import Assignment, Plan
+from horizon_opt.times import parse_time
 
 WIDTH = 100  # job lists wrap at this many characters
 
@@ -215,16 +215,11 @@ def _slot_hours(plans: Sequence[Plan]) -> float | None:
         for x in plan.assignments:
             if x.start_time is None or x.end_time is None or x.end <= x.start:
                 continue
-            try:
-                span = _when(x.end_time) - _when(x.start_time)
-            except (TypeError, ValueError):  # not ISO, or one time with an offset and one without
+            start, end = parse_time(x.start_time), parse_time(x.end_time)
+            if start is None or end is None:  # not ISO
                 continue
-            return span.total_seconds() / 3600 / (x.end - x.start)
+            return (end - start).total_seconds() / 3600 / (x.end - x.start)
     return None
-
-
-def _when(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 # -- text --------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from horizon_opt.errors import InputError
 from horizon_opt.instance import FloatArray
 from horizon_opt.io import read_input, write_atomic
 from horizon_opt.spec import show
+from horizon_opt.times import parse_time
 
 TimeLike = datetime | float | int  # a datetime (naive = UTC) or seconds since the Unix epoch
 
@@ -169,11 +170,8 @@ def _parse_time(cell: str) -> float | None:
     if _NUMBER.fullmatch(text):
         value = float(text)
         return value if math.isfinite(value) else None
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return epoch_seconds(when)
+    when = parse_time(text)
+    return None if when is None else epoch_seconds(when)
 
 
 def read_history(

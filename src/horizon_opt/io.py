@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.instance import Instance, compile_instance, horizon_start
 from horizon_opt.spec import MAX_DEMAND, MAX_FILE_BYTES, DemandCsv, InstanceSpec, show
+from horizon_opt.times import iso, parse_time
 
 
 def format_location(loc: Sequence[int | str]) -> str:
@@ -167,7 +168,7 @@ def _span(us: int) -> str:
 def _iso(start: datetime, us: int) -> str:
     """The time `us` microseconds after `start`, for messages (beyond the calendar: an offset)."""
     try:
-        return (start + timedelta(microseconds=us)).isoformat().replace("+00:00", "Z")
+        return iso(start + timedelta(microseconds=us))
     except OverflowError:
         return f"horizon.start + {_span(us)}"
 
@@ -203,15 +204,12 @@ def _timed_demand(
                 f"{where}: time {show(text)} is a slot index, but row 2 gives an ISO-8601 time: "
                 "give every row the one kind"
             )
-        try:
-            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
+        when = parse_time(text)
+        if when is None:
             return (
                 [],
                 f"{where}: time {show(text)} is neither a slot index nor an ISO-8601 timestamp",
             )
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
         t = (when - start) // us
         if times and t <= times[-1]:
             return [], (
@@ -282,7 +280,7 @@ def read_demand_csv(spec: InstanceSpec, base: Path) -> dict[int, list[float]]:
             continue
         timed = "time" in rows[0] and column != "time"
         first = (rows[0]["time"] or "").strip() if timed else ""
-        if timed and not re.fullmatch(r"-?[0-9]+", first) and _parses_as_time(first):
+        if timed and not re.fullmatch(r"-?[0-9]+", first) and parse_time(first) is not None:
             means, why = _timed_demand(rows, column, name, start, spec)
             if why:
                 problems.append(f"{path}: {why}")
@@ -304,14 +302,6 @@ def read_demand_csv(spec: InstanceSpec, base: Path) -> dict[int, list[float]]:
     if problems:
         raise InstanceError(problems)
     return out
-
-
-def _parses_as_time(text: str) -> bool:
-    try:
-        datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True
 
 
 # libyaml's parser when PyYAML has it: the same data, but it refuses nesting over 1,000 levels

@@ -27,6 +27,7 @@ import numpy as np
 
 from horizon_opt.instance import FloatArray, Instance, earliest_starts
 from horizon_opt.relaxation import pool_free_gpus, solve_lp
+from horizon_opt.times import iso
 
 WINDOWS = 8  # the horizon is cut into this many windows to say when capacity is worth most
 PEAK_WINDOWS = 3  # windows named per pool
@@ -213,9 +214,7 @@ def prices_to_json(instance: Instance, prices: CapacityPrices) -> dict[str, Any]
         "seconds": prices.seconds,
         "now": instance.now,
         "slot_minutes": instance.slot_minutes,
-        "start": None
-        if instance.start is None
-        else instance.start.isoformat().replace("+00:00", "Z"),
+        "start": None if instance.start is None else iso(instance.start),
         "pools": [
             {
                 "name": name,

@@ -16,7 +16,6 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +28,7 @@ from horizon_opt.io import parse_spec, read_demand_csv, read_yaml
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.spec import MAX_DEMAND, MAX_NODES, DemandCsv, InstanceSpec, OutageSpec, show
+from horizon_opt.times import parse_time
 
 ChangeKind = Literal["add", "remove", "outage", "demand"]
 KINDS: tuple[ChangeKind, ...] = ("add", "remove", "outage", "demand")  # the order they apply in
@@ -131,11 +131,7 @@ def _time(text: str) -> int | str | None:
     text = text.strip()
     if text.isascii() and text.isdigit():
         return int(text) if len(text) <= _MAX_DIGITS else None
-    try:
-        datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return text
+    return text if parse_time(text) is not None else None
 
 
 def apply_changes(

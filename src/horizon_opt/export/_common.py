@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
@@ -12,6 +11,7 @@ from horizon_opt.errors import PlanError
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
 from horizon_opt.spec import JOB_KINDS, JobKind
+from horizon_opt.times import iso
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -34,11 +34,6 @@ INFERENCE_COLOR = "#e15759"  # forecast inference demand (and replicas in the Ga
 RESERVED_COLOR = "#f5b5b6"  # inference reservation above the forecast
 IDLE_COLOR = "#f2f2f2"
 DOWN_COLOR = "#8c8c8c"
-
-
-def iso(when: datetime) -> str:
-    """A datetime as FORMAT.md writes it: ISO-8601, UTC as `Z`."""
-    return when.isoformat().replace("+00:00", "Z")
 
 
 def slot_iso(instance: Instance, slot: int) -> str | None:

@@ -39,6 +39,7 @@ from horizon_opt.spec import (
     OutageSpec,
     ServiceSpec,
 )
+from horizon_opt.times import iso
 
 
 class _Model(BaseModel):
@@ -109,10 +110,6 @@ def horizon_start(cluster: ClusterFile, snapshot: datetime) -> datetime:
     step = timedelta(minutes=cluster.horizon.slot_minutes)
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     return epoch + ((snapshot - epoch) // step) * step - step
-
-
-def iso(when: datetime) -> str:
-    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def instance_document(

@@ -58,12 +58,12 @@ from horizon_opt.importers.cluster import (
     ClusterPool,
     horizon_start,
     instance_document,
-    iso,
 )
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.importers.source import read_json
 from horizon_opt.instance import duration_minutes
 from horizon_opt.spec import JOB_KINDS, MAX_PRIORITY, MAX_SLOTS, show
+from horizon_opt.times import iso, parse_time
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 DURATION_ANNOTATION = "horizon-opt/duration"
@@ -201,11 +201,10 @@ def _str_map_at(obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
 
 def _timestamp(text: str, path: str) -> datetime:
     """An RFC 3339 time as Kubernetes writes it (`2026-12-01T08:15:00Z`); no offset: UTC."""
-    try:
-        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise _Bad(path, f"not an ISO-8601 timestamp: {show(text)}") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    when = parse_time(text)
+    if when is None:
+        raise _Bad(path, f"not an ISO-8601 timestamp: {show(text)}")
+    return when
 
 
 def gpu_quantity(value: Any, path: str = "") -> int:

@@ -41,12 +41,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document, iso
+from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.importers.source import read_json
 from horizon_opt.instance import compile_instance
 from horizon_opt.io import parse_spec
 from horizon_opt.spec import MAX_NODES, MAX_SLOTS, show
+from horizon_opt.times import iso
 
 __all__ = [
     "MAX_ARRAY_TASKS",

@@ -25,15 +25,16 @@ import csv
 import io
 import os
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document, iso
+from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.instance import duration_minutes
 from horizon_opt.io import read_input
+from horizon_opt.times import iso, parse_time
 
 REQUIRED = ("id", "gpus", "duration")
 OPTIONAL = (
@@ -61,22 +62,14 @@ def _time(cell: str) -> int | str:
     return int(text) if text.isascii() and text.isdigit() else text
 
 
-def _parse_time(text: str) -> datetime | None:
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None  # the compiler names the cell
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
 def _end(row: dict[str, str], start: int | str, first: datetime, minutes: int) -> datetime | None:
     """A placed job's expected end as a time (its `end`, else start + duration), when the cells
     say it plainly; None leaves the compiler to judge them."""
     at = _time(row["end"]) if row.get("end") else None
     if isinstance(at, str):
-        return _parse_time(at)
+        return parse_time(at)
     begin = first + timedelta(minutes=minutes * start) if isinstance(start, int) else None
-    begin = begin or (_parse_time(start) if isinstance(start, str) else None)
+    begin = begin or (parse_time(start) if isinstance(start, str) else None)
     if begin is None:
         return None
     if isinstance(at, int):
@@ -164,7 +157,7 @@ def import_table(
             pool = nodes[0].rsplit("-", 1)[0]
             share = gpus // len(nodes) if isinstance(gpus, int) else 0
             start = _time(row["start"])
-            if isinstance(start, str) and (when := _parse_time(start)) is not None and when < first:
+            if isinstance(start, str) and (when := parse_time(start)) is not None and when < first:
                 notes.append(
                     Note(
                         row["id"],
