@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from horizon_opt.inference import elastic_layout, static_peak_layout
+from horizon_opt.inference import Layout, elastic_layout, static_peak_layout
 from horizon_opt.instance import Instance, topological_order
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.assemble import Placement, build_plan
@@ -32,11 +32,9 @@ def release_order(instance: Instance) -> list[int]:
     return topological_order(instance, key=eff.__getitem__)
 
 
-def solve(
-    instance: Instance, options: SolveOptions | None = None, *, elastic: bool = False
-) -> Plan:
-    started = time.perf_counter()
-    layout = elastic_layout(instance) if elastic else static_peak_layout(instance)
+def fifo_placements(instance: Instance, layout: Layout) -> list[Placement]:
+    """FIFO's placements beside `layout`: jobs in release order, each at its earliest start on
+    the nodes first in order, never before the job placed before it."""
     grid = CapacityGrid(instance, layout.free)
     placements: dict[int, Placement] = {}
     floor = 0  # FIFO: no job starts before the job scheduled before it
@@ -57,7 +55,15 @@ def solve(
         grid.occupy(best, job.gangs[best.pool], job.durations[best.pool])
         placements[j] = Placement(j, best.pool, best.start, best.nodes)
         floor = best.start
-    done = list(placements.values())
+    return list(placements.values())
+
+
+def solve(
+    instance: Instance, options: SolveOptions | None = None, *, elastic: bool = False
+) -> Plan:
+    started = time.perf_counter()
+    layout = elastic_layout(instance) if elastic else static_peak_layout(instance)
+    done = fifo_placements(instance, layout)
     rule = "FIFO starts no job before one released ahead of it has started"
     reasons = unscheduled_causes(instance, done, layout, rule)
     name = "fifo-elastic" if elastic else "fifo"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from horizon_opt.inference import elastic_layout
+from horizon_opt.inference import Layout, elastic_layout
 from horizon_opt.instance import Instance, Job
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
@@ -39,9 +39,8 @@ RULES: tuple[Callable[[Job], Rank], ...] = (
 )
 
 
-def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
-    started = time.perf_counter()
-    layout = elastic_layout(instance)
+def greedy_placements(instance: Instance, layout: Layout) -> list[Placement]:
+    """Greedy's placements beside `layout`: the best of its rules' list schedules."""
     best: tuple[float, list[Placement]] | None = None
     for rule in RULES:
         placements = place_in_order(instance, layout, inherited_ranks(instance, rule))
@@ -50,5 +49,12 @@ def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
         if best is None or value > best[0] + 1e-9:
             best = (value, placements)
     assert best is not None
-    reasons = unscheduled_causes(instance, best[1], layout)
-    return build_plan(instance, "greedy", best[1], layout, reasons, started=started)
+    return best[1]
+
+
+def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
+    started = time.perf_counter()
+    layout = elastic_layout(instance)
+    placements = greedy_placements(instance, layout)
+    reasons = unscheduled_causes(instance, placements, layout)
+    return build_plan(instance, "greedy", placements, layout, reasons, started=started)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,23 +58,34 @@ class Incumbent:
 
 
 def placements_from_plan(instance: Instance, plan: Plan, free: IntArray) -> dict[int, Placement]:
-    """The jobs of a plan that fit the elastic reservation and their dependencies, in start order."""
-    inc = Incumbent(instance, free)
-    for a in sorted(plan.assignments, key=lambda a: a.start):
+    """The jobs of a plan that fit `free` and their dependencies, in start order."""
+    placements = []
+    for a in plan.assignments:
         j = instance.job_index.get(a.job)
         pool = instance.pool_index.get(a.pool)
         if j is None or pool is None or pool not in instance.jobs[j].durations:
             continue
-        job = instance.jobs[j]
         nodes = tuple(sorted(instance.node_index[n] for n in a.gpus if n in instance.node_index))
-        p = Placement(j, pool, a.start, nodes)
+        placements.append(Placement(j, pool, a.start, nodes))
+    return fitting_placements(instance, placements, free)
+
+
+def fitting_placements(
+    instance: Instance, placements: Iterable[Placement], free: IntArray
+) -> dict[int, Placement]:
+    """The placements that fit `free` and their dependencies, taken in start order (ties: job
+    order), each on its nodes in ascending order."""
+    inc = Incumbent(instance, free)
+    ordered = sorted(placements, key=lambda p: (p.start, p.job))
+    for p in (Placement(q.job, q.pool, q.start, tuple(sorted(q.nodes))) for q in ordered):
+        j, pool, nodes, job = p.job, p.pool, p.nodes, instance.jobs[p.job]
         ok = (
-            job.release <= a.start
+            job.release <= p.start
             and p.end(instance) <= instance.slots
             and len(nodes) == job.gangs[pool].nodes
             and all(instance.node_pool[n] == pool for n in nodes)
             and all(
-                q in inc.placements and inc.placements[q].end(instance) <= a.start
+                q in inc.placements and inc.placements[q].end(instance) <= p.start
                 for q in job.after
             )
             and inc.fits(p)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from horizon_opt.inference import Layout, elastic_layout, plan_layout
+from horizon_opt.inference import Layout, elastic_layout, plan_layout, static_peak_layout
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.cpsat.guide import (
     ListRule,
@@ -20,24 +20,31 @@ from horizon_opt.solvers.cpsat.guide import (
     guided_placements,
     squeaky_wheel,
 )
-from horizon_opt.solvers.cpsat.incumbent import Incumbent, placements_from_plan
+from horizon_opt.solvers.cpsat.incumbent import (
+    Incumbent,
+    fitting_placements,
+    placements_from_plan,
+)
 from horizon_opt.solvers.cpsat.search import Search
-from horizon_opt.solvers.fifo import solve as solve_fifo
-from horizon_opt.solvers.greedy import solve as solve_greedy
+from horizon_opt.solvers.fifo import fifo_placements
+from horizon_opt.solvers.greedy import greedy_placements
 
 
 def initial(search: Search) -> Incumbent:
     """The best of the fifo plan, the greedy plan and the hint, on the elastic layout; the hint
     also on its own inference layout (a re-plan's previous plan keeps its starts that way)."""
     inst, free = search.inst, search.layout.free
-    candidates = [solve_fifo(inst), solve_greedy(inst)]
     hint = search.opt.hint
+    candidates = [  # placements only: these plans' reasons and metrics would go unused
+        ("fifo", fitting_placements(inst, fifo_placements(inst, static_peak_layout(inst)), free)),
+        ("greedy", fitting_placements(inst, greedy_placements(inst, elastic_layout(inst)), free)),
+    ]
     if hint is not None:
-        candidates.append(hint)
+        candidates.append((hint.solver, placements_from_plan(inst, hint, free)))
     best: Incumbent | None = None
-    for plan in candidates:
-        inc = Incumbent(inst, free, placements_from_plan(inst, plan, free))
-        search.write_log(f"start candidate {plan.solver}: pwo {inc.value():.3f}")
+    for name, placements in candidates:
+        inc = Incumbent(inst, free, placements)
+        search.write_log(f"start candidate {name}: pwo {inc.value():.3f}")
         if best is None or inc.value() > best.value() + 1e-9:
             best = inc
     assert best is not None
