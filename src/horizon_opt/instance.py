@@ -133,6 +133,12 @@ class Job:
         """What the job adds to pwo when it ends on time."""
         return self.priority * self.work_hours
 
+    @cached_property
+    def fastest_first(self) -> tuple[tuple[int, int], ...]:
+        """(pool, duration) of its pools, fastest first (ties: first pool): the order in which
+        the list schedules and cause codes search them."""
+        return tuple(sorted(self.durations.items(), key=lambda item: (item[1], item[0])))
+
     def latest_end(self, slots: int) -> int:
         """The last end slot at which the job still earns its value."""
         return slots if self.deadline is None else min(slots, self.deadline)

@@ -52,6 +52,7 @@ class AloneView:
         self._most_whole: dict[int, IntArray] = {}  # pool -> [S] whole nodes a gang may take
         self._most_gpus: dict[int, IntArray] = {}  # pool -> [nodes, S] GPUs one node may give
         self._run_lengths: dict[tuple[int, Gang], tuple[IntArray, IntArray]] = {}
+        self._kth: dict[tuple[int, Gang], IntArray] = {}
         self._fits: dict[tuple[int, Gang, int], BoolArray] = {}
 
     def _rows(self, p: int) -> slice:
@@ -149,14 +150,24 @@ class AloneView:
             self._run_lengths[key] = (_run_lengths(per_node), _run_lengths(pool_ok))
         return self._run_lengths[key]
 
+    def _kth_longest(self, p: int, gang: Gang) -> IntArray:
+        """[S]: the gang's k-th longest run over the nodes of pool p from each slot (k = its
+        nodes): k nodes hold it for d slots from s iff this is at least d."""
+        key = (p, gang)
+        if key not in self._kth:
+            per_node, _ = self._runs(p, gang)
+            n, k = per_node.shape[0], gang.nodes
+            kth = np.partition(per_node, n - k, axis=0)[n - k] if k <= n else per_node[0] * 0
+            self._kth[key] = kth
+        return self._kth[key]
+
     def fits(self, p: int, gang: Gang, d: int) -> BoolArray:
         """For each start s (0 .. S - d): whether the gang fits on pool p through [s, s + d)."""
         key = (p, gang, d)
         if key not in self._fits:
-            n = self.instance.slots - d + 1
-            per_node, pool_ok = self._runs(p, gang)
-            count = (per_node[:, : max(n, 0)] >= d).sum(axis=0)
-            self._fits[key] = (count >= gang.nodes) & (pool_ok[: max(n, 0)] >= d)
+            n = max(self.instance.slots - d + 1, 0)
+            _, pool_ok = self._runs(p, gang)
+            self._fits[key] = (self._kth_longest(p, gang)[:n] >= d) & (pool_ok[:n] >= d)
         return self._fits[key]
 
     def most_nodes(self, p: int, gang: Gang, d: int) -> int:
@@ -184,7 +195,7 @@ class AloneView:
         """(pool, start) of the earliest-starting window from t0 that ends by `latest_end`
         (ties: fastest pool)."""
         best: tuple[int, int] | None = None
-        for p, d in sorted(job.durations.items(), key=lambda item: (item[1], item[0])):
+        for p, d in job.fastest_first:
             fits = self.fits(p, job.gangs[p], d)
             last = min(latest_end - d, len(fits) - 1)
             if last < t0:
@@ -211,7 +222,7 @@ class AloneView:
         """The window from t0 that ends earliest, by `latest_end` (ties: fastest pool)."""
         best: Fit | None = None
         best_end = latest_end + 1
-        for p, d in sorted(job.durations.items(), key=lambda item: (item[1], item[0])):
+        for p, d in job.fastest_first:
             fit = self.earliest_start(_only(job, p), t0, min(latest_end, best_end - 1))
             if fit is not None:
                 best, best_end = fit, fit.start + d

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from horizon_opt.instance import Gang, Instance, IntArray, Job, Pool
+from horizon_opt.solvers.window import search
 
 NodeChoice = Literal["first", "best"]
 Failure = tuple[int, int, int, int, int]
@@ -36,27 +37,21 @@ class CapacityGrid:
         small = free.max(initial=0) < np.iinfo(np.int16).max
         dtype = np.int16 if small else np.int64
         self.free: npt.NDArray[np.signedinteger[Any]] = np.ascontiguousarray(free.T, dtype=dtype)
-        # Per pool, the Pareto front of failed searches as (need, nodes, duration, t0,
+        # Per pool, the Pareto front of failed searches as rows (need, nodes, duration, t0,
         # -latest_end): a search fails if some failed one is <= it in every field.
-        self.failed: list[list[Failure]] = [[] for _ in instance.pools]
+        self.failed: list[npt.NDArray[np.int64]] = [
+            np.empty((0, 5), dtype=np.int64) for _ in instance.pools
+        ]
 
     def _known_to_fail(self, pool: int, query: Failure) -> bool:
-        need, k, d, t0, neg_latest = query
-        for n, kk, dd, tt, ll in self.failed[pool]:
-            if n <= need and kk <= k and dd <= d and tt <= t0 and ll <= neg_latest:
-                return True
-        return False
+        rows = self.failed[pool]
+        return len(rows) > 0 and bool((rows <= query).all(axis=1).any())
 
     def _remember_failure(self, pool: int, query: Failure) -> None:
         # Keep only the Pareto front: drop rows the new failure makes redundant.
         rows = self.failed[pool]
-        need, k, d, t0, neg_latest = query
-        rows[:] = [
-            r
-            for r in rows
-            if not (r[0] >= need and r[1] >= k and r[2] >= d and r[3] >= t0 and r[4] >= neg_latest)
-        ]
-        rows.append(query)
+        kept = rows[~(rows >= query).all(axis=1)]
+        self.failed[pool] = np.vstack([kept, np.array([query], dtype=np.int64)])
 
     def earliest_in_pool(
         self, pool: Pool, gang: Gang, duration: int, t0: int, latest_end: int, choice: NodeChoice
@@ -70,35 +65,22 @@ class CapacityGrid:
         if self._known_to_fail(pool.index, query):
             return None
         cols = self.free[:, pool.first_node : pool.first_node + pool.nodes]
-        while s + duration <= latest_end:
-            window = cols[s : s + duration]
-            low = window.min(axis=0)
-            fits = np.flatnonzero(low >= need)
-            if len(fits) >= k:
-                if choice == "best" and k == 1:
-                    # Tightest node first: keeps emptier nodes whole for large gangs.
-                    fits = fits[np.argsort(low[fits], kind="stable")]
-                chosen = tuple(int(pool.first_node + n) for n in fits[:k])
-                return Fit(pool.index, s, chosen)
-            # A node can next fit just past the last slot of this window where it is too full.
-            last_bad = duration - np.argmax(window[::-1] < need, axis=0)
-            if k == 1:  # every node is too full somewhere
-                s += int(last_bad.min())
-            else:
-                next_start = np.where(low < need, s + last_bad, s)
-                s = int(np.partition(next_start, k - 1)[k - 1])
-        self._remember_failure(pool.index, query)
-        return None
+        start, nodes = search()(cols, s, duration, latest_end, need, k, choice == "best")
+        if start < 0:
+            self._remember_failure(pool.index, query)
+            return None
+        return Fit(pool.index, int(start), tuple(int(pool.first_node + n) for n in nodes))
 
     def occupy(self, fit: Fit, gang: Gang, duration: int) -> None:
-        self.free[fit.start : fit.start + duration, list(fit.nodes)] -= gang.gpus_per_node
+        for n in fit.nodes:  # one column at a time: a slice, not a fancy index
+            self.free[fit.start : fit.start + duration, n] -= gang.gpus_per_node
 
 
 def earliest_start(grid: CapacityGrid, job: Job, t0: int, latest_end: int) -> Fit | None:
     """The earliest-starting fit from slot t0 that ends by `latest_end`, over the job's pools
     (ties: fastest pool, then first)."""
     best: Fit | None = None
-    for p, d in sorted(job.durations.items(), key=lambda item: (item[1], item[0])):
+    for p, d in job.fastest_first:
         limit = latest_end if best is None else min(latest_end, best.start + d)
         fit = grid.earliest_in_pool(grid.instance.pools[p], job.gangs[p], d, t0, limit, "first")
         if fit is not None and (best is None or fit.start < best.start):

@@ -54,8 +54,8 @@ def earliest_end(
     """
     best: Fit | None = None
     best_end = latest + 1
-    pools = job.durations.items() if only is None else [(only, job.durations[only])]
-    for pool_idx, d in sorted(pools, key=lambda item: (item[1], item[0])):
+    pools = job.fastest_first if only is None else [(only, job.durations[only])]
+    for pool_idx, d in pools:
         limit = min(latest, best_end - 1)
         pool = grid.instance.pools[pool_idx]
         fit = grid.earliest_in_pool(pool, job.gangs[pool_idx], d, t0, limit, "best")
