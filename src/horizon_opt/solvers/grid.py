@@ -1,8 +1,8 @@
 """Free GPUs per node and slot, and the search for the earliest window where a gang fits.
 
-Shared by the list-scheduling solvers (fifo, greedy). The search never rescans the whole grid:
-it inspects only the window [s, s + d) of the pool's nodes and jumps s past the last blocking
-slot, so a job costs O(nodes x duration) per jump and there are few jumps.
+Shared by the list schedules (fifo, greedy, cpsat's starts and ejection moves) and the cause
+codes. The window search itself is `window.search()`: it inspects only the window [s, s + d) of
+the pool's nodes and jumps s past the last blocking slot, so it never rescans the whole grid.
 """
 
 from __future__ import annotations
@@ -37,21 +37,27 @@ class CapacityGrid:
         small = free.max(initial=0) < np.iinfo(np.int16).max
         dtype = np.int16 if small else np.int64
         self.free: npt.NDArray[np.signedinteger[Any]] = np.ascontiguousarray(free.T, dtype=dtype)
-        # Per pool, the Pareto front of failed searches as rows (need, nodes, duration, t0,
+        # Per pool, the Pareto front of failed searches as (need, nodes, duration, t0,
         # -latest_end): a search fails if some failed one is <= it in every field.
-        self.failed: list[npt.NDArray[np.int64]] = [
-            np.empty((0, 5), dtype=np.int64) for _ in instance.pools
-        ]
+        self.failed: list[list[Failure]] = [[] for _ in instance.pools]
 
     def _known_to_fail(self, pool: int, query: Failure) -> bool:
-        rows = self.failed[pool]
-        return len(rows) > 0 and bool((rows <= query).all(axis=1).any())
+        need, k, d, t0, neg_latest = query
+        for n, kk, dd, tt, ll in self.failed[pool]:
+            if n <= need and kk <= k and dd <= d and tt <= t0 and ll <= neg_latest:
+                return True
+        return False
 
     def _remember_failure(self, pool: int, query: Failure) -> None:
         # Keep only the Pareto front: drop rows the new failure makes redundant.
         rows = self.failed[pool]
-        kept = rows[~(rows >= query).all(axis=1)]
-        self.failed[pool] = np.vstack([kept, np.array([query], dtype=np.int64)])
+        need, k, d, t0, neg_latest = query
+        rows[:] = [
+            r
+            for r in rows
+            if not (r[0] >= need and r[1] >= k and r[2] >= d and r[3] >= t0 and r[4] >= neg_latest)
+        ]
+        rows.append(query)
 
     def earliest_in_pool(
         self, pool: Pool, gang: Gang, duration: int, t0: int, latest_end: int, choice: NodeChoice
