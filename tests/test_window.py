@@ -9,9 +9,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from horizon_opt.instance import Instance
+from horizon_opt.instance import Gang, Instance
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import grid, solve
+from horizon_opt.solvers.grid import CapacityGrid, Fit
 from horizon_opt.solvers.window import first_window_numpy, search
 from horizon_opt.solvers.window_jit import first_window_jit, first_window_loops
 
@@ -107,3 +108,17 @@ def test_same_plans_with_either_search(any_instance: Instance, monkeypatch: Any)
     for name, plan in compiled.items():
         ignore = {"wall_seconds"}
         assert plan.model_dump(exclude=ignore) == numpy_[name].model_dump(exclude=ignore)
+
+
+def test_a_released_placement_makes_a_failed_search_succeed(tiny: Instance) -> None:
+    # Pool a: 2 nodes x 4 GPUs, 4 slots, all free here. Both nodes taken for slots 0-3: a
+    # 4-GPU, 2-slot gang fits nowhere (and the grid remembers that). Node a-1 given back: it
+    # fits there from slot 0.
+    a = tiny.pools[0]
+    grid = CapacityGrid(tiny, np.full((len(tiny.node_names), tiny.slots), 4, dtype=np.int64))
+    gang = Gang(nodes=1, gpus_per_node=4, whole=True)
+    for n in a.node_range:
+        grid.occupy(Fit(a.index, 0, (n,)), gang, 4)
+    assert grid.earliest_in_pool(a, gang, 2, 0, 4, "first") is None
+    grid.release(Fit(a.index, 0, (a.first_node + 1,)), gang, 4)
+    assert grid.earliest_in_pool(a, gang, 2, 0, 4, "first") == Fit(a.index, 0, (a.first_node + 1,))

@@ -28,7 +28,8 @@ class Fit:
 
 
 class CapacityGrid:
-    """Free GPUs that only ever decrease, so a failed search proves later, harder ones fail too."""
+    """Free GPUs that decrease as placements are made, so a failed search proves later, harder
+    ones fail too, until a placement is released."""
 
     def __init__(self, instance: Instance, free: IntArray) -> None:
         self.instance = instance
@@ -80,6 +81,12 @@ class CapacityGrid:
     def occupy(self, fit: Fit, gang: Gang, duration: int) -> None:
         for n in fit.nodes:  # one column at a time: a slice, not a fancy index
             self.free[fit.start : fit.start + duration, n] -= gang.gpus_per_node
+
+    def release(self, fit: Fit, gang: Gang, duration: int) -> None:
+        """Give a placement's GPUs back; the pool's failed searches may now succeed."""
+        for n in fit.nodes:
+            self.free[fit.start : fit.start + duration, n] += gang.gpus_per_node
+        self.failed[fit.pool] = []
 
 
 def earliest_start(grid: CapacityGrid, job: Job, t0: int, latest_end: int) -> Fit | None:

@@ -10,6 +10,7 @@ plan's pwo went up.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ import numpy as np
 from horizon_opt.instance import FloatArray, Instance, IntArray, topological_order
 from horizon_opt.solvers.assemble import Placement, ready_at
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
-from horizon_opt.solvers.grid import CapacityGrid
+from horizon_opt.solvers.grid import CapacityGrid, Fit
 from horizon_opt.solvers.listsched import Rank, earliest_end
 
 PINNED = 1e18  # eviction cost of a job that a scheduled job runs after: it stays
@@ -67,11 +68,16 @@ class Ejector:
         self.candidates = candidates
         self.max_cost_ratio = max_cost_ratio
         self.inst: Instance = inc.instance
-        self.order = topological_order(self.inst, key=ranks.__getitem__)
+        order = topological_order(self.inst, key=ranks.__getitem__)
+        self.position = {q: i for i, q in enumerate(order)}  # evicted jobs go back in this order
         # Window scans over what inference leaves free, cached while that stays the same.
         self._blocked: dict[tuple[int, int], IntArray] = {}
         self._blocked_free = inc.free
         self._work: tuple[int, list[PoolWork]] | None = None  # (incumbent version, per pool)
+        # What the incumbent leaves free and its jobs per node, kept in step by the moves and
+        # rebuilt only when the incumbent changed otherwise: a copy per try costs the whole
+        # cluster's grid, however small the move.
+        self._state: tuple[int, CapacityGrid, dict[int, set[int]]] | None = None
 
     def _blocked_prefix(self, pool: int, need: int) -> IntArray:
         """[nodes, S + 1] running count of slots where inference leaves fewer than `need` GPUs."""
@@ -139,39 +145,75 @@ class Ejector:
         found.sort(key=lambda w: (w.cost, w.start))
         return found[: self.candidates]
 
+    def _synced(self) -> tuple[CapacityGrid, dict[int, set[int]]]:
+        inc = self.inc
+        if self._state is None or self._state[0] != inc.version:
+            on_node: dict[int, set[int]] = {}
+            for q, pl in inc.placements.items():
+                for n in pl.nodes:
+                    on_node.setdefault(n, set()).add(q)
+            self._state = (inc.version, CapacityGrid(self.inst, inc.free - inc.used), on_node)
+        return self._state[1], self._state[2]
+
+    def _take(self, pl: Placement) -> None:
+        assert self._state is not None
+        job = self.inst.jobs[pl.job]
+        fit = Fit(pl.pool, pl.start, pl.nodes)
+        self._state[1].occupy(fit, job.gangs[pl.pool], job.durations[pl.pool])
+        for n in pl.nodes:
+            self._state[2].setdefault(n, set()).add(pl.job)
+
+    def _give_back(self, pl: Placement) -> None:
+        assert self._state is not None
+        job = self.inst.jobs[pl.job]
+        fit = Fit(pl.pool, pl.start, pl.nodes)
+        self._state[1].release(fit, job.gangs[pl.pool], job.durations[pl.pool])
+        for n in pl.nodes:
+            self._state[2][n].discard(pl.job)
+
     def try_window(self, j: int, w: Window) -> float:
         """Apply the move; keep it and return the pwo gained when positive, else undo it."""
         inst, inc = self.inst, self.inc
         version = inc.version
+        grid, on_node = self._synced()
         end = w.start + inst.jobs[j].durations[w.pool]
-        chosen = set(w.nodes)
+        near = sorted({q for n in w.nodes for q in on_node.get(n, ())})
         evicted = {
             q: pl
-            for q, pl in inc.placements.items()
-            if pl.start < end and pl.end(inst) > w.start and chosen.intersection(pl.nodes)
+            for q, pl in ((q, inc.placements[q]) for q in near)
+            if pl.start < end and pl.end(inst) > w.start
         }
         if j in inc.placements:  # it ran late, for nothing: it moves
             evicted[j] = inc.placements[j]
-        inc.replace(list(evicted), {j: Placement(j, w.pool, w.start, w.nodes)})
+        moved = Placement(j, w.pool, w.start, w.nodes)
+        inc.replace(list(evicted), {j: moved})
+        for pl in evicted.values():
+            self._give_back(pl)
+        self._take(moved)
         # Put the evicted jobs back (and try j's successors), best rank first.
-        grid = CapacityGrid(inst, inc.free - inc.used)
         pending = (set(evicted) - {j}) | set(inst.successors[j])
-        placed = dict(inc.placements)
         back: dict[int, Placement] = {}
-        for q in self.order:
-            if q not in pending or any(r not in placed for r in inst.jobs[q].after):
+        placed = ChainMap(back, inc.placements)
+        for q in sorted(pending, key=self.position.__getitem__):
+            if any(r not in placed for r in inst.jobs[q].after):
                 continue
             job = inst.jobs[q]
             fit = earliest_end(grid, job, ready_at(inst, q, placed), job.latest_end(inst.slots))
             if fit is not None:
-                grid.occupy(fit, job.gangs[fit.pool], job.durations[fit.pool])
-                placed[q] = back[q] = Placement(q, fit.pool, fit.start, fit.nodes)
+                back[q] = Placement(q, fit.pool, fit.start, fit.nodes)
+                self._take(back[q])
         inc.replace([], back)
+        self._state = (inc.version, grid, on_node)
         gained = sum(pl.earned(inst) for pl in back.values()) + inc.placements[j].earned(inst)
         gained -= sum(pl.earned(inst) for pl in evicted.values())
         if gained > 1e-9:
             return gained
         inc.replace([j, *back], evicted)
+        for pl in [moved, *back.values()]:
+            self._give_back(pl)
+        for pl in evicted.values():
+            self._take(pl)
+        self._state = (inc.version, grid, on_node)
         if self._work is not None and self._work[0] == version:
             self._work = (inc.version, self._work[1])  # the same placements as before the try
         return 0.0
