@@ -2,14 +2,15 @@
 
 One enterprise instance per size (seed 0), each step timed on its own in this process: reading
 the instance file (parse, validate, compile), the inference layout, fifo's and greedy's list
-schedules (the window search), the cause codes of greedy's plan, assembling the plan file, the
-independent checker, the plan's JSON, the LP's columns and the LP itself (column generation, with
-cpsat's share of the size's time limit), and cpsat's ejection moves (milliseconds per try, on
-greedy's plan, at most 200 tries).
+schedules (the window search; greedy's again with the numpy search), the cause codes of greedy's
+plan, assembling the plan file, the independent checker, the plan's JSON, the LP's columns and
+the LP itself (column generation, with cpsat's share of the size's time limit), cpsat's
+ejection moves (milliseconds per try, on greedy's plan, at most 200 tries), and greedy's whole
+solve (the plan's wall_seconds).
 
-The last columns compare each step's growth from xl to xxl with that of jobs x slots (2x: 4x
-the jobs, half the slots) and of jobs x nodes (16x): a step that is linear in jobs x slots grows
-about 2x.
+The last column compares each step's growth from xl to xxl with that of jobs x slots (2x: 4x
+the jobs, half the slots) and of jobs x nodes (16x): a step linear in jobs x slots grows about
+2x.
 
     .venv/bin/python benchmarks/steps.py
 
@@ -33,6 +34,7 @@ from horizon_opt.inference import elastic_layout
 from horizon_opt.params import SearchParams
 from horizon_opt.relaxation import solve_lp
 from horizon_opt.relaxation.columns import build_columns
+from horizon_opt.solvers import grid
 from horizon_opt.solvers.assemble import build_plan
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
@@ -40,7 +42,7 @@ from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.fifo import fifo_placements
 from horizon_opt.solvers.greedy import greedy_placements
 from horizon_opt.solvers.listsched import inherited_ranks, priority_large_first
-from horizon_opt.solvers.window import search
+from horizon_opt.solvers.window import COMPILED_FROM, first_window_numpy, search
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = ["small", "medium", "large", "xl", "xxl"]
@@ -79,6 +81,12 @@ def _steps(size: str, folder: Path) -> dict[str, float]:
     out["layout"], layout = _timed(lambda: elastic_layout(inst))
     out["fifo"], _ = _timed(lambda: fifo_placements(inst, layout))
     out["greedy"], placements = _timed(lambda: greedy_placements(inst, layout))
+    # The same list schedules with the numpy window search (what runs without the `fast` extra).
+    grid.search = lambda cells: first_window_numpy
+    try:
+        out["greedy, numpy search"], _ = _timed(lambda: greedy_placements(inst, layout))
+    finally:
+        grid.search = search
     out["causes"], causes = _timed(lambda: unscheduled_causes(inst, placements, layout))
     started = time.perf_counter()
     out["assemble"], plan = _timed(
@@ -92,6 +100,7 @@ def _steps(size: str, folder: Path) -> dict[str, float]:
     lp_seconds = SearchParams().lp_share * TIME_LIMITS[size]
     out["lp"], _ = _timed(lambda: solve_lp(inst, time.perf_counter() + lp_seconds))
     out["eject ms/try"] = _eject_ms(inst, placements, layout)
+    out["greedy solve"] = ho.solve(inst, "greedy").wall_seconds  # layout to plan, all in
     out["jobs"], out["slots"], out["nodes"] = len(inst.jobs), inst.slots, len(inst.node_names)
     return out
 
@@ -103,7 +112,8 @@ def main() -> None:
     args = parser.parse_args()
     rows: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        _steps("small", Path(tmp))  # warm-up: the window search compiled or loaded from cache
+        # Numba loaded and the compiled search built (or read from its cache) before any timing.
+        search(COMPILED_FROM)(np.zeros((2, 4), np.int16)[:, :2], 0, 1, 2, 1, 1, True)
         for size in args.sizes:
             rows[size] = _steps(size, Path(tmp))
             print(size, {k: round(v, 3) for k, v in rows[size].items()}, flush=True)
@@ -120,7 +130,8 @@ def main() -> None:
         cells = [f"{rows[s][step]:.3f}" for s in args.sizes]
         ratio = f" | {rows['xxl'][step] / max(rows['xl'][step], 1e-9):.1f}" if growth else ""
         lines.append(f"| {step} | " + " | ".join(cells) + ratio + " |")
-    window = "compiled (numba)" if search().__module__.endswith("jit") else "numpy"
+    compiled = search(COMPILED_FROM).__module__.endswith("jit")
+    window = f"compiled (numba) from {COMPILED_FROM:,} grid cells" if compiled else "numpy"
     text = (
         "# Pipeline steps, small to xxl\n\n"
         "`.venv/bin/python benchmarks/steps.py`: one enterprise instance per size (seed 0), each "

@@ -13,7 +13,7 @@ from horizon_opt.instance import Gang, Instance
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import grid, solve
 from horizon_opt.solvers.grid import CapacityGrid, Fit
-from horizon_opt.solvers.window import first_window_numpy, search
+from horizon_opt.solvers.window import COMPILED_FROM, first_window_numpy, search
 from horizon_opt.solvers.window_jit import first_window_jit, first_window_loops
 
 SEARCHES = {
@@ -93,8 +93,9 @@ def test_searches_agree_with_the_definition(seed: int) -> None:
             assert (int(start), chosen.tolist()) == expected, (name, s, duration, need, k, best)
 
 
-def test_the_compiled_search_is_used_when_numba_is_installed() -> None:
-    assert search() is first_window_jit
+def test_the_compiled_search_is_used_on_large_grids() -> None:
+    assert search(COMPILED_FROM) is first_window_jit
+    assert search(COMPILED_FROM - 1) is first_window_numpy
 
 
 def _plans(instance: Instance) -> dict[str, Plan]:
@@ -102,8 +103,9 @@ def _plans(instance: Instance) -> dict[str, Plan]:
 
 
 def test_same_plans_with_either_search(any_instance: Instance, monkeypatch: Any) -> None:
+    monkeypatch.setattr(grid, "search", lambda cells: first_window_jit)
     compiled = _plans(any_instance)
-    monkeypatch.setattr(grid, "search", lambda: first_window_numpy)
+    monkeypatch.setattr(grid, "search", lambda cells: first_window_numpy)
     numpy_ = _plans(any_instance)
     for name, plan in compiled.items():
         ignore = {"wall_seconds"}

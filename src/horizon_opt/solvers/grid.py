@@ -1,7 +1,7 @@
 """Free GPUs per node and slot, and the search for the earliest window where a gang fits.
 
 Shared by the list schedules (fifo, greedy, cpsat's starts and ejection moves) and the cause
-codes. The window search itself is `window.search()`: it inspects only the window [s, s + d) of
+codes. The window search itself is `window.search`'s: it inspects only the window [s, s + d) of
 the pool's nodes and jumps s past the last blocking slot, so it never rescans the whole grid.
 """
 
@@ -38,6 +38,7 @@ class CapacityGrid:
         small = free.max(initial=0) < np.iinfo(np.int16).max
         dtype = np.int16 if small else np.int64
         self.free: npt.NDArray[np.signedinteger[Any]] = np.ascontiguousarray(free.T, dtype=dtype)
+        self._search = search(self.free.size)
         # Per pool, the Pareto front of failed searches as (need, nodes, duration, t0,
         # -latest_end): a search fails if some failed one is <= it in every field.
         self.failed: list[list[Failure]] = [[] for _ in instance.pools]
@@ -72,7 +73,7 @@ class CapacityGrid:
         if self._known_to_fail(pool.index, query):
             return None
         cols = self.free[:, pool.first_node : pool.first_node + pool.nodes]
-        start, nodes = search()(cols, s, duration, latest_end, need, k, choice == "best")
+        start, nodes = self._search(cols, s, duration, latest_end, need, k, choice == "best")
         if start < 0:
             self._remember_failure(pool.index, query)
             return None

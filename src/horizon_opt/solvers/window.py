@@ -2,9 +2,10 @@
 list schedule (fifo, greedy, cpsat's starts and repairs) and of the cause codes.
 
 Two implementations give the same answer. With numba installed (the `fast` extra) the search
-runs as compiled loops that stop reading a node at its last blocked slot and allocate nothing
-per window; without it, as numpy reductions over whole windows. Both jump past the last blocked
-slot of the nodes that could fit next, so a search costs few windows however late the fit is.
+on a large grid runs as compiled loops that stop reading a node at its last blocked slot and
+allocate nothing per window; otherwise, as numpy reductions over whole windows. Both jump past
+the last blocked slot of the nodes that could fit next, so a search costs few windows however
+late the fit is.
 """
 
 from __future__ import annotations
@@ -49,9 +50,19 @@ def first_window_numpy(
     return -1, NONE
 
 
+# Grid cells (nodes x slots) from which the compiled search is used: below, loading numba (a
+# fixed cost per process) takes longer than the numpy search it would replace.
+COMPILED_FROM = 100_000
+
+
+def search(cells: int) -> Search:
+    """The search for a grid of `cells` entries: compiled when numba is installed and the grid is
+    large enough to repay loading it, else numpy."""
+    return _compiled() if cells >= COMPILED_FROM else first_window_numpy
+
+
 @functools.cache
-def search() -> Search:
-    """The compiled search when numba is installed, else the numpy one."""
+def _compiled() -> Search:
     try:
         from horizon_opt.solvers.window_jit import first_window_jit
     except ImportError:

@@ -28,7 +28,7 @@ def first_window_loops(
     while s + duration <= latest_end:
         fitting, lowest = 0, np.iinfo(np.int64).max
         for n in range(nodes):
-            last_bad[n], low = 0, lowest
+            last_bad[n], low = 0, lowest  # from the tightest so far: only a tighter node moves it
             for r in range(duration - 1, -1, -1):
                 free = cols[s + r, n]
                 if free < need:
