@@ -71,11 +71,12 @@ def write_charts(rows: Sequence[Row], out: Path, anytime: Sequence[str] = ()) ->
         files.append(out / "by_family.png")
         fig.savefig(files[-1], dpi=130)
 
-    # 2. scaling of cpsat: gap and wall time against jobs x slots x nodes
+    # 2. scaling against jobs x slots x nodes: cpsat's gap and wall time, every other solver's
+    # wall time, every solver's peak memory
     cp = [r for r in rows if r["solver"] == "cpsat" and ok(r)]
     if cp:
-        fig = Figure(figsize=(10, 4.2), layout="constrained")
-        ax_g, ax_t = fig.subplots(1, 2)
+        fig = Figure(figsize=(10, 8.4), layout="constrained")
+        (ax_g, ax_t), (ax_h, ax_m) = fig.subplots(2, 2)
         markers = dict(zip(SIZES, itertools.cycle("osD^vP"), strict=False))  # a marker per size
         families_cp = list(dict.fromkeys(str(r["family"]) for r in cp))
         colors = {f: f"C{k % 10}" for k, f in enumerate(families_cp)}
@@ -107,6 +108,30 @@ def write_charts(rows: Sequence[Row], out: Path, anytime: Sequence[str] = ()) ->
             ax.set_title(title, fontsize=10)
             ax.grid(alpha=0.3)
         ax_t.set_yscale("log")
+        size = {id(r): int(r["jobs"]) * int(r["slots"]) * int(r["nodes"]) for r in good}
+        for k, solver in enumerate(solvers):
+            mine = sorted((r for r in good if r["solver"] == solver), key=lambda r: size[id(r)])
+            style = {"color": f"C{k % 10}", "marker": "o", "linestyle": "", "label": solver}
+            if solver != "cpsat":
+                ax_h.plot(
+                    [size[id(r)] for r in mine], [float(r["wall_seconds"]) for r in mine], **style
+                )
+            peaks = [r for r in mine if r.get("peak_mib") not in (None, "")]
+            if peaks:
+                ax_m.plot(
+                    [size[id(r)] for r in peaks], [float(r["peak_mib"]) for r in peaks], **style
+                )
+        for ax, title in (
+            (ax_h, "other solvers' wall time, s"),
+            (ax_m, "peak memory per run, MiB"),
+        ):
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("jobs x slots x nodes")
+            ax.set_title(title, fontsize=10)
+            ax.grid(alpha=0.3)
+            if ax.has_data():
+                ax.legend(fontsize=8)
         files.append(out / "scaling.png")
         fig.savefig(files[-1], dpi=130)
 
