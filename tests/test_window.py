@@ -1,8 +1,10 @@
 """The window search: a hand grid, the compiled and numpy searches against each other and against
-every window tried one by one, and the same plans whichever search the solvers use."""
+every window tried one by one, the same plans whichever search the solvers use, and the numpy
+search when numba is missing."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -11,7 +13,7 @@ import pytest
 
 from horizon_opt.instance import Gang, Instance
 from horizon_opt.plan import Plan
-from horizon_opt.solvers import grid, solve
+from horizon_opt.solvers import grid, solve, window
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 from horizon_opt.solvers.window import COMPILED_FROM, first_window_numpy, search
 from horizon_opt.solvers.window_jit import first_window_jit, first_window_loops
@@ -124,3 +126,15 @@ def test_a_released_placement_makes_a_failed_search_succeed(tiny: Instance) -> N
     assert grid.earliest_in_pool(a, gang, 2, 0, 4, "first") is None
     grid.release(Fit(a.index, 0, (a.first_node + 1,)), gang, 4)
     assert grid.earliest_in_pool(a, gang, 2, 0, 4, "first") == Fit(a.index, 0, (a.first_node + 1,))
+
+
+def test_without_numba_the_numpy_search_runs(monkeypatch: Any) -> None:
+    window._compiled.cache_clear()
+    try:
+        with monkeypatch.context() as m:
+            # A None entry in sys.modules makes the import fail, as without the `fast` extra.
+            m.setitem(sys.modules, "horizon_opt.solvers.window_jit", None)
+            assert search(COMPILED_FROM) is first_window_numpy
+    finally:
+        window._compiled.cache_clear()
+    assert search(COMPILED_FROM) is first_window_jit
