@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from horizon_opt import bench
 from horizon_opt.instance import Instance, compile_instance
 from horizon_opt.io import parse_spec
 from horizon_opt.plan import Plan
@@ -252,6 +253,24 @@ INSTANCES: dict[str, Spec] = {
     "fifo-ties": FIFO_TIES,
     "mixed": MIXED,
 }
+
+
+def bench_task(path: Path, solver: str, out: Path, **kw: Any) -> bench.Task:
+    """A one-second benchmark run of the instance file `path`, its plan written under `out`."""
+    fields: dict[str, Any] = {
+        "instance": path.stem,
+        "path": str(path),
+        "solver": solver,
+        "time_limit": 1.0,
+        "workers": 1,
+        "seed": 0,
+        "plan_path": str(out / f"{path.stem}-{solver}.json"),
+        "progress_path": None,
+        "memory_mib": None,
+        "guard_seconds": 60.0,
+    }
+    fields.update(kw)
+    return bench.Task(**fields)
 
 
 def build(data: Spec) -> Instance:

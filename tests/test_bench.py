@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import bench_task
 from typer.testing import CliRunner
 
 import horizon_opt as ho
@@ -135,29 +136,12 @@ def test_smoke_bench_rows_agree_with_the_plans(smoke_suite: Path, tmp_path: Path
     assert (out / "summary.md").read_text().split("## Gains over fifo")[1] == tables
 
 
-def _task(path: Path, solver: str, out: Path, **kw: Any) -> bench.Task:
-    fields: dict[str, Any] = {
-        "instance": path.stem,
-        "path": str(path),
-        "solver": solver,
-        "time_limit": 1.0,
-        "workers": 1,
-        "seed": 0,
-        "plan_path": str(out / f"{path.stem}-{solver}.json"),
-        "progress_path": None,
-        "memory_mib": None,
-        "guard_seconds": 60.0,
-    }
-    fields.update(kw)
-    return bench.Task(**fields)
-
-
 def test_same_seed_same_plans(tmp_path: Path, spec_of: Callable[[str], dict[str, Any]]) -> None:
     path = write_yaml(tmp_path / "mixed.yaml", spec_of("mixed"))
     for solver in ("fifo", "greedy", "cpsat"):
         plans = []
         for k in range(2):
-            task = _task(path, solver, tmp_path / str(k))
+            task = bench_task(path, solver, tmp_path / str(k))
             bench.solve_task(task)
             data = json.loads(Path(task.plan_path).read_text())
             plans.append({key: data[key] for key in ("assignments", "inference", "unscheduled")})
@@ -167,9 +151,9 @@ def test_same_seed_same_plans(tmp_path: Path, spec_of: Callable[[str], dict[str,
 def test_guards_kill_slow_runs_and_catch_memory(tmp_path: Path) -> None:
     path = tmp_path / "e.yaml"
     generate_file("enterprise", "medium", 0, path)  # cpsat cannot prove it optimal: runs 30 s
-    slow = _task(path, "cpsat", tmp_path, time_limit=30.0, guard_seconds=0.3)
-    hungry = _task(path, "greedy", tmp_path, memory_mib=1)
-    fine = _task(path, "fifo", tmp_path, memory_mib=2048)
+    slow = bench_task(path, "cpsat", tmp_path, time_limit=30.0, guard_seconds=0.3)
+    hungry = bench_task(path, "greedy", tmp_path, memory_mib=1)
+    fine = bench_task(path, "fifo", tmp_path, memory_mib=2048)
     done: list[str] = []
     results = bench.run_tasks(
         [slow, hungry, fine], jobs=2, on_done=lambda t, r: done.append(t.solver)

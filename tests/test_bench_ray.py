@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import bench_task
 from typer.testing import CliRunner
 
 from horizon_opt import bench
@@ -183,23 +184,6 @@ def test_crash_and_overrun_are_recorded_as_locally(
     assert "crashed" in summary and "timeout" in summary
 
 
-def _task(path: Path, solver: str, out: Path, **kw: Any) -> bench.Task:
-    fields: dict[str, Any] = {
-        "instance": path.stem,
-        "path": str(path),
-        "solver": solver,
-        "time_limit": 1.0,
-        "workers": 1,
-        "seed": 0,
-        "plan_path": str(out / f"{path.stem}-{solver}.json"),
-        "progress_path": None,
-        "memory_mib": 2048,
-        "guard_seconds": 60.0,
-    }
-    fields.update(kw)
-    return bench.Task(**fields)
-
-
 def test_a_lost_ray_worker_is_a_crash_and_the_driver_deadline_cancels(
     ray: ModuleType,
     tmp_path: Path,
@@ -212,9 +196,11 @@ def test_a_lost_ray_worker_is_a_crash_and_the_driver_deadline_cancels(
     monkeypatch.setattr(pool, "worker_main", kill_the_ray_worker)
     monkeypatch.setattr(ray_engine, "GRACE_SECONDS", -29.0)
     path = write_yaml(tmp_path / "tiny.yaml", spec_of("tiny"))
-    lost = _task(path, "greedy", tmp_path)
-    slow = _task(path, "fifo-elastic", tmp_path, guard_seconds=30.0)  # driver: after 1 s
-    fine = _task(path, "fifo", tmp_path, guard_seconds=60.0)
+    lost = bench_task(path, "greedy", tmp_path, memory_mib=2048)
+    slow = bench_task(
+        path, "fifo-elastic", tmp_path, memory_mib=2048, guard_seconds=30.0
+    )  # driver: after 1 s
+    fine = bench_task(path, "fifo", tmp_path, memory_mib=2048)
     done: list[str] = []
     results = ray_engine.run_tasks_ray(
         [lost, slow, fine], jobs=2, on_done=lambda t, r: done.append(t.solver)

@@ -15,22 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import FIFO_TROUGH, Spec, build
 
 import horizon_opt as ho
 from horizon_opt.inference import Layout, elastic_layout, static_peak_layout
-from horizon_opt.io import parse_spec
 from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.causes import MEANING, Cause, Code
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.grid import Fit
 
-Spec = dict[str, Any]
 CPSAT: dict[str, Any] = {"time_limit": 1.0, "workers": 1, "seed": 0}
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def build(data: Spec) -> ho.Instance:
-    return ho.compile_instance(parse_spec(copy.deepcopy(data)))
 
 
 def one_node(jobs: list[Spec], slots: int, gpus: int = 4, **extra: Any) -> Spec:
@@ -427,22 +422,11 @@ def test_inference_reserved_neighbour_is_deadline_impossible() -> None:
 
 
 def test_inference_reserved_on_the_fifo_trough() -> None:
-    # tests/conftest.py FIFO_TROUGH: 2 nodes x 4 GPUs, chat (2 GPUs) needs [3, 1, 0, 0, 1, 3]
+    # FIFO_TROUGH: 2 nodes x 4 GPUs, chat (2 GPUs) needs [3, 1, 0, 0, 1, 3]
     # replicas. The peak, 3 replicas, fills a-0 and half of a-1 all day: `big` (4 GPUs, 2 slots)
     # never finds a whole node; beside the requirement alone a-1 is whole from slot 1 (1 replica
     # on a-0 at slot 1, none at 2).
-    data = {
-        "name": "fifo-trough",
-        "horizon": {"slots": 6},
-        "pools": [{"name": "a", "gpu_type": "A", "nodes": 2, "gpus_per_node": 4}],
-        "services": [
-            {"name": "chat", "pool": "a", "gpus_per_replica": 2, "demand": [3, 1, 0, 0, 1, 3]}
-        ],
-        "jobs": [
-            {"id": "big", "priority": 1, "gpus": 4, "duration": 2},
-            {"id": "small", "priority": 1, "gpus": 2, "duration": 3},
-        ],
-    }
+    data = FIFO_TROUGH
     _, plan = solved(data, "fifo")
     assert unplanned(plan) == {
         "big": (
