@@ -8,6 +8,10 @@
   (backfill);
 - open loop (`<solver>-open`): one plan at slot 0 that knows every job of the horizon (the
   planner's perfect-knowledge number), executed without re-planning.
+
+The oracle ladder: `<solver>-runtimes` plans as `<solver>` (online or periodic) but is told each
+job's actual run time instead of its estimate; `<solver>-oracle` is `<solver>-open` told the
+actual run times too, the top rung: what foresight of arrivals and run times is worth.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from dataclasses import dataclass
 from horizon_opt.errors import InputError
 from horizon_opt.solvers import SOLVERS
 
-ONLINE = ("fifo", "fifo-elastic", "backfill", "backfill-static")
+ONLINE = ("fifo", "fifo-elastic", "backfill", "backfill-static", "backfill-value")
+SUFFIXES = ("-open", "-runtimes", "-oracle")  # what a policy is told beyond what it has seen
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class Policy:
     open_loop: bool = False
     fill: str = "backfill"  # the solver that fills gaps between re-plans, holding every start
     stability: float = 0.0  # the re-plans' stability weight (see `replan`)
+    knows_runtimes: bool = False  # planners see each job's actual run time, not its estimate
 
     @property
     def online(self) -> bool:
@@ -42,19 +48,21 @@ class Policy:
 
 
 def policy(name: str, every: int, freeze: int, stability: float = 0.0) -> Policy:
-    """The policy called `name` (a solver, or `<solver>-open`); `stability` applies to the
-    re-plans of periodic policies."""
-    open_loop = name.endswith("-open")
-    solver = name.removesuffix("-open")
+    """The policy called `name` (a solver, optionally with a suffix of `SUFFIXES`);
+    `stability` applies to the re-plans of periodic policies."""
+    suffix = next((s for s in SUFFIXES if name.endswith(s)), "")
+    solver = name.removesuffix(suffix) if suffix else name
     if solver not in SOLVERS:
         raise InputError(
             [
                 f"--policy: unknown policy {name!r}; use a solver ({', '.join(SOLVERS)}), "
-                "or <solver>-open for its open-loop plan"
+                "optionally with -open (one plan knowing every arrival), -runtimes (told the "
+                "actual run times) or -oracle (both)"
             ]
         )
-    if open_loop:
-        return Policy(name, solver, None, open_loop=True)
+    runtimes = suffix in ("-runtimes", "-oracle")
+    if suffix in ("-open", "-oracle"):
+        return Policy(name, solver, None, open_loop=True, knows_runtimes=runtimes)
     if solver in ONLINE:
-        return Policy(name, solver, None)
-    return Policy(name, solver, every, freeze, stability=stability)
+        return Policy(name, solver, None, knows_runtimes=runtimes)
+    return Policy(name, solver, every, freeze, stability=stability, knows_runtimes=runtimes)

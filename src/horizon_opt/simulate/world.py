@@ -76,8 +76,9 @@ class World:
     """One draw of the actual world for an instance."""
 
     run_share: dict[str, float]  # job id -> share of its estimated duration that it runs
-    fails: frozenset[str]  # jobs that fail at the end of that share
+    fails: frozenset[str]  # jobs that end without value at the end of that share
     demand: tuple[FloatArray, ...]  # per service (instance order): actual replicas per slot
+    cancels: frozenset[str] = frozenset()  # of `fails`: cancelled by their user, not failed
 
     def run_slots(self, job_id: str, estimate: int) -> int:
         """Slots the job really runs when its estimate on the chosen pool is `estimate`."""
@@ -110,3 +111,16 @@ def draw_world(instance: Instance, noise: Noise, seed: int) -> World:
         actual.setflags(write=False)
         demand.append(actual)
     return World(share, frozenset(fails), tuple(demand))
+
+
+WORLDS = ("synthetic", "trace")  # the kinds of drawn world `world_for` knows
+
+
+def world_for(instance: Instance, kind: str, seed: int, noise: Noise | None = None) -> World:
+    """The drawn world of `kind` for `instance`: `synthetic` (the `noise` model above) or
+    `trace` (run times, failures and cancellations shaped by real traces)."""
+    if kind == "synthetic":
+        return draw_world(instance, noise or Noise(), seed)
+    if kind == "trace":
+        raise NotImplementedError("the trace world is not built yet")
+    raise InputError([f"--world: unknown world {kind!r}; use one of {', '.join(WORLDS)}"])

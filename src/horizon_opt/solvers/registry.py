@@ -59,6 +59,11 @@ SOLVERS: dict[str, Solver] = {
             description="backfill with inference reserved at its peak",
         ),
         Solver(
+            name="backfill-value",
+            run=partial(backfill.solve, by_value=True),
+            description="backfill ordered by value density, then deadline, then least work",
+        ),
+        Solver(
             name="greedy",
             run=greedy.solve,
             description="heuristic: inference reserved slot by slot, jobs in order of value",
