@@ -26,6 +26,7 @@ from horizon_opt.inference import plan_layout
 from horizon_opt.instance import Instance, IntArray, compile_instance, topological_order
 from horizon_opt.plan import Plan
 from horizon_opt.replan import replan
+from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.world import World
 from horizon_opt.solvers import SolveOptions, solve
@@ -52,7 +53,7 @@ class Replay:
     realized_pwo: float  # jobs that really ended, successfully and on time
     realized_utilization: float  # batch GPU-slots run + inference demand served, over capacity
     completed: int
-    failed: int
+    failed: int  # failed while running (cancelled by their user included)
     cancelled: int  # waited for a job that failed
     preemptions: int
     lost_gpu_hours: float  # work that preempted jobs lost
@@ -63,8 +64,12 @@ class Replay:
     mean_moved: float  # jobs moved per full re-plan (churn against the plan before)
     solver_seconds: float  # total wall time of the plans
     max_solver_seconds: float
+    cancelled_by_user: int = 0  # of `failed`: cancelled by their user while running
     # realized pwo at each slot boundary 0..S (jobs ended by then)
     realized_by_slot: list[float] = field(default_factory=list)
+    audit: Audit | None = field(default=None, repr=False)  # what really ran (see `audit`)
+
+    SERIES = ("realized_by_slot", "audit")  # fields that are not one figure of a table row
 
 
 class _Replayer:
@@ -81,6 +86,10 @@ class _Replayer:
                 ["simulate starts from an empty cluster: the instance has `now` or placed jobs"]
             )
         self.inst = instance
+        # What the planners are told: the estimates, or the actual run times (`-runtimes`).
+        self.told = instance.spec
+        if policy.knows_runtimes:
+            self.told = told_spec(instance, world)
         self.world = world
         self.policy = policy
         self.options = options
@@ -89,7 +98,15 @@ class _Replayer:
         self.running: dict[int, _Run] = {}
         self.done: set[int] = set()  # ended successfully
         self.gone: set[int] = set()  # ended: done, failed or cancelled
-        self.failed = self.cancelled = self.preemptions = 0
+        self.failed = self.cancelled = self.user_cancelled = self.preemptions = 0
+        self.runs: list[Run] = []
+        # per service: [nodes of its pool, S] replicas that ran, and [S] demand they served
+        self.ran_replicas = [
+            np.zeros((instance.pools[s.pool].nodes, instance.slots), dtype=np.int64)
+            for s in instance.services
+        ]
+        self.served = [np.zeros(instance.slots) for _ in instance.services]
+        self.layout_replicas: tuple[IntArray, ...] = ()
         self.lost = 0.0
         self.realized = 0.0
         self.plan: Plan | None = None
@@ -106,12 +123,12 @@ class _Replayer:
     # -- the state the planner sees --------------------------------------------------------------
 
     def known(self, t: int) -> list[int]:
-        """Jobs released by `t` (all of them when planning open loop) that have not ended, and
-        whose predecessors are known too."""
+        """Jobs released by `t` (all of them when the policy knows every arrival) that have not
+        ended, and whose predecessors are known too."""
         out: set[int] = set()
         for j in topological_order(self.inst):
             job = self.inst.jobs[j]
-            if j in self.gone or (job.release > t and not self.policy.open_loop):
+            if j in self.gone or (job.release > t and not self.policy.knows_arrivals):
                 continue
             if all(p in out or p in self.done for p in job.after):
                 out.add(j)
@@ -133,7 +150,7 @@ class _Replayer:
             )
             for j, run in self.running.items()
         }
-        state_spec = with_placed(without_jobs(inst.spec, left_out), running, t)
+        state_spec = with_placed(without_jobs(self.told, left_out), running, t)
         try:
             return compile_instance(state_spec, self.demands)
         except InstanceError as exc:  # the replay only builds states that its plans allow
@@ -198,6 +215,7 @@ class _Replayer:
         if layout is None:  # every plan was checked: its blocks are a layout of the instance
             raise RuntimeError(f"internal error: {plan.solver}'s inference blocks are no layout")
         self.reserved = inst.capacity - layout.free
+        self.layout_replicas = layout.replicas
         self.replicas = {s.index: layout.replicas[s.index].sum(axis=0) for s in inst.services}
 
     # -- the world -------------------------------------------------------------------------------
@@ -208,14 +226,25 @@ class _Replayer:
             run = self.running.pop(j)
             job = self.inst.jobs[j]
             self.gone.add(j)
+            user = job.id in self.world.cancels
+            self.record(run, "cancelled" if user else "failed" if run.fails else "completed")
             if run.fails:
                 self.failed += 1
+                self.user_cancelled += user
                 self.cancel_after(j)
             else:
                 self.done.add(j)
                 if job.deadline is None or run.end <= job.deadline:
                     self.realized += job.value
         return bool(ended)
+
+    def record(self, run: _Run, outcome: str, end: int | None = None) -> None:
+        """Log a run for the audit, by names (`end`: when it stopped, if before its real end)."""
+        inst = self.inst
+        gpus = {inst.node_names[n]: g for n, g in run.gpus.items()}
+        stop = run.end if end is None else end
+        pool = inst.pools[run.pool].name
+        self.runs.append(Run(inst.jobs[run.job].id, pool, run.start, stop, gpus, outcome))
 
     def cancel_after(self, j: int) -> None:
         for s in self.inst.successors[j]:
@@ -244,6 +273,8 @@ class _Replayer:
             need = math.ceil(actual - 1e-9)
             missing = max(need - int(self.replicas[s.index][t]), 0)
             rows = list(self.inst.pools[s.pool].node_range)
+            ran = self.ran_replicas[s.index][:, t]
+            ran += self.layout_replicas[s.index][:, t]
             while missing > 0:
                 free = (
                     self.inst.capacity[rows, t]
@@ -254,11 +285,13 @@ class _Replayer:
                 for k, n in enumerate(rows):
                     fit = min(int(free[k]) // s.gpus_per_replica, missing)
                     self.extra[n] += fit * s.gpus_per_replica
+                    ran[k] += fit
                     missing -= fit
                 if missing == 0 or not self.preempt_one(s.pool, t):
                     break
                 preempted = True
             got = min(actual, need - missing)
+            self.served[s.index][t] = got
             serving += got * s.gpus_per_replica
             demand += actual
             short += actual - got
@@ -272,6 +305,7 @@ class _Replayer:
         j = min(on_pool, key=lambda k: (self.inst.jobs[k].value, -self.running[k].start, k))
         run = self.running.pop(j)
         job = self.inst.jobs[j]
+        self.record(run, "preempted", end=t)
         self.preemptions += 1
         self.lost += job.gpus * (t - run.start) * self.inst.hours_per_slot
         return True
@@ -346,6 +380,7 @@ class _Replayer:
             completed=len(self.done),
             failed=self.failed,
             cancelled=self.cancelled,
+            cancelled_by_user=self.user_cancelled,
             preemptions=self.preemptions,
             lost_gpu_hours=self.lost,
             slo_short_replica_hours=short * inst.hours_per_slot,
@@ -356,6 +391,7 @@ class _Replayer:
             solver_seconds=float(sum(self.seconds)),
             max_solver_seconds=max(self.seconds, default=0.0),
             realized_by_slot=by_slot,
+            audit=Audit(self.runs, self.ran_replicas, self.served),
         )
 
 

@@ -9,9 +9,10 @@
 - open loop (`<solver>-open`): one plan at slot 0 that knows every job of the horizon (the
   planner's perfect-knowledge number), executed without re-planning.
 
-The oracle ladder: `<solver>-runtimes` plans as `<solver>` (online or periodic) but is told each
-job's actual run time instead of its estimate; `<solver>-oracle` is `<solver>-open` told the
-actual run times too, the top rung: what foresight of arrivals and run times is worth.
+The oracle ladder: the same solver, planning when it would (online or periodic), told more of
+the future than it could know: `<solver>-runtimes` each job's actual run time instead of its
+estimate, `<solver>-arrivals` every job of the horizon before its release, `<solver>-oracle`
+both, the top rung. The rungs measure what foresight is worth; none is told the actual demand.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from horizon_opt.errors import InputError
 from horizon_opt.solvers import SOLVERS
 
 ONLINE = ("fifo", "fifo-elastic", "backfill", "backfill-static", "backfill-value")
-SUFFIXES = ("-open", "-runtimes", "-oracle")  # what a policy is told beyond what it has seen
+SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle")  # told beyond what it has seen
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Policy:
     fill: str = "backfill"  # the solver that fills gaps between re-plans, holding every start
     stability: float = 0.0  # the re-plans' stability weight (see `replan`)
     knows_runtimes: bool = False  # planners see each job's actual run time, not its estimate
+    knows_arrivals: bool = False  # planners see every job of the horizon before its release
 
     @property
     def online(self) -> bool:
@@ -56,13 +58,23 @@ def policy(name: str, every: int, freeze: int, stability: float = 0.0) -> Policy
         raise InputError(
             [
                 f"--policy: unknown policy {name!r}; use a solver ({', '.join(SOLVERS)}), "
-                "optionally with -open (one plan knowing every arrival), -runtimes (told the "
-                "actual run times) or -oracle (both)"
+                "optionally with -open (one plan knowing every arrival, executed as planned), "
+                "-runtimes (told the actual run times), -arrivals (told every arrival) or "
+                "-oracle (both)"
             ]
         )
+    if suffix == "-open":
+        return Policy(name, solver, None, open_loop=True, knows_arrivals=True)
     runtimes = suffix in ("-runtimes", "-oracle")
-    if suffix in ("-open", "-oracle"):
-        return Policy(name, solver, None, open_loop=True, knows_runtimes=runtimes)
+    arrivals = suffix in ("-arrivals", "-oracle")
     if solver in ONLINE:
-        return Policy(name, solver, None, knows_runtimes=runtimes)
-    return Policy(name, solver, every, freeze, stability=stability, knows_runtimes=runtimes)
+        return Policy(name, solver, None, knows_runtimes=runtimes, knows_arrivals=arrivals)
+    return Policy(
+        name,
+        solver,
+        every,
+        freeze,
+        stability=stability,
+        knows_runtimes=runtimes,
+        knows_arrivals=arrivals,
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from horizon_opt.export.charts import new_figure
@@ -24,7 +24,7 @@ def rows(replays: Sequence[Replay]) -> list[dict[str, Any]]:
     realized = {r.policy: r.realized_pwo for r in replays}
     out = []
     for r in replays:
-        row = {k: v for k, v in asdict(r).items() if k != "realized_by_slot"}
+        row = {f.name: getattr(r, f.name) for f in fields(r) if f.name not in Replay.SERIES}
         for base in BASELINES:
             if base in realized and realized[base] > 0:
                 row[f"vs_{base}"] = r.realized_pwo / realized[base] - 1
