@@ -1,16 +1,22 @@
 """The actual world a replay runs in: how long jobs really run and what inference really needs.
 
 Planners see estimates and a forecast; the replay executes their plans against draws from this
-model, the same draws for every policy (one seeded stream per instance and seed):
+model, the same draws for every policy (one seeded stream per instance and seed). Two kinds of
+drawn world (`world_for`), and worlds read from a file (`simulate/world_file.py`):
 
-- Run times. Users' estimates are time limits, so a job never runs past its estimate (Slurm kills
-  it at its limit). A share `fail` of jobs fails after a uniform 5-90% of its estimate and earns
-  nothing; a share `early` ends successfully after a uniform 40-100% of it; the rest run their
-  full estimate. A fraction is drawn per job, so the real run time on any pool is that fraction
-  of the job's duration on that pool, rounded up to whole slots.
-- Inference demand. The actual demand of each service is its forecast times `exp(e_t)`, where
-  `e_t` is an AR(1) series (correlation `DEMAND_CORRELATION` from slot to slot, so errors last
-  for hours, as forecast errors do) with standard deviation `demand`.
+- `synthetic`, the `Noise` model. Users' estimates are time limits, so a job never runs past its
+  estimate (Slurm kills it at its limit). A share `fail` of jobs fails after a uniform 5-90% of
+  its estimate and earns nothing; a share `early` ends successfully after a uniform 40-100% of
+  it; the rest run their full estimate.
+- `trace` (`simulate/trace_world.py`): run times as a share of round time limits, and shares of
+  failed and cancelled jobs, taken from real traces, so that estimates are as loose as real users
+  make them and as many jobs end without value as in real GPU clusters.
+
+In both, a fraction is drawn per job, so the real run time on any pool is that fraction of the
+job's duration on that pool, rounded up to whole slots; and the actual demand of each service is
+its forecast times `exp(e_t)`, where `e_t` is an AR(1) series (correlation `DEMAND_CORRELATION`
+from slot to slot, so errors last for hours, as forecast errors do) with standard deviation
+`Noise.demand`.
 """
 
 from __future__ import annotations
@@ -85,6 +91,25 @@ class World:
         return max(1, min(estimate, math.ceil(self.run_share[job_id] * estimate - 1e-9)))
 
 
+def draw_demand(
+    instance: Instance, rng: np.random.Generator, sigma: float
+) -> tuple[FloatArray, ...]:
+    """Actual replicas per slot of each service (instance order): its forecast times the
+    exponential of an AR(1) error of standard deviation `sigma`, drawn from `rng`."""
+    demand: list[FloatArray] = []
+    rho = DEMAND_CORRELATION
+    for s in instance.services:
+        e = np.empty(instance.slots)
+        shocks = rng.standard_normal(instance.slots) * sigma
+        e[0] = shocks[0]
+        for t in range(1, instance.slots):
+            e[t] = rho * e[t - 1] + math.sqrt(1 - rho * rho) * shocks[t]
+        actual = s.demand * np.exp(e)
+        actual.setflags(write=False)
+        demand.append(actual)
+    return tuple(demand)
+
+
 def draw_world(instance: Instance, noise: Noise, seed: int) -> World:
     """The actual world for `instance`; the same seed gives the same world."""
     rng = np.random.default_rng([seed, 20261201])
@@ -99,18 +124,7 @@ def draw_world(instance: Instance, noise: Noise, seed: int) -> World:
             share[job.id] = EARLY_AT[0] + v * (EARLY_AT[1] - EARLY_AT[0])
         else:
             share[job.id] = 1.0
-    demand: list[FloatArray] = []
-    rho = DEMAND_CORRELATION
-    for s in instance.services:
-        e = np.empty(instance.slots)
-        shocks = rng.standard_normal(instance.slots) * noise.demand
-        e[0] = shocks[0]
-        for t in range(1, instance.slots):
-            e[t] = rho * e[t - 1] + math.sqrt(1 - rho * rho) * shocks[t]
-        actual = s.demand * np.exp(e)
-        actual.setflags(write=False)
-        demand.append(actual)
-    return World(share, frozenset(fails), tuple(demand))
+    return World(share, frozenset(fails), draw_demand(instance, rng, noise.demand))
 
 
 WORLDS = ("synthetic", "trace")  # the kinds of drawn world `world_for` knows
@@ -118,9 +132,13 @@ WORLDS = ("synthetic", "trace")  # the kinds of drawn world `world_for` knows
 
 def world_for(instance: Instance, kind: str, seed: int, noise: Noise | None = None) -> World:
     """The drawn world of `kind` for `instance`: `synthetic` (the `noise` model above) or
-    `trace` (run times, failures and cancellations shaped by real traces)."""
+    `trace` (run times, failures and cancellations shaped by real traces; of `noise` it takes
+    only `demand`, since the traces say nothing of the instance's forecasts)."""
+    noise = noise or Noise()
     if kind == "synthetic":
-        return draw_world(instance, noise or Noise(), seed)
+        return draw_world(instance, noise, seed)
     if kind == "trace":
-        raise NotImplementedError("the trace world is not built yet")
+        from horizon_opt.simulate.trace_world import draw_trace_world  # it builds on this module
+
+        return draw_trace_world(instance, seed, noise.demand)
     raise InputError([f"--world: unknown world {kind!r}; use one of {', '.join(WORLDS)}"])
