@@ -43,6 +43,7 @@ from horizon_opt.simulate.world import EARLY_AT, FAIL_AT
 from horizon_opt.solvers import SolveOptions
 
 FAST = SolveOptions(time_limit=1.0, workers=2, seed=0)
+AUDIT = ("actual.yaml", "ran.json")  # the audit files simulate writes per policy
 NONE = Noise.parse("none")
 runner = CliRunner()
 
@@ -608,12 +609,14 @@ def test_cli_simulate_writes_the_results(tmp_path: Path) -> None:
     args = simulate_args(write_instance(tmp_path, TOY), out, "--policy", "fifo,backfill,greedy")
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["realized.png", "results.csv", "summary.md"]
+    audits = [f"{p}.{kind}" for p in ("fifo", "backfill", "greedy") for kind in AUDIT]
+    expected = ["realized.png", "results.csv", "summary.md", "world.yaml", *audits]
+    assert sorted(p.name for p in out.iterdir()) == sorted(expected)
     parsed = list(csv.DictReader(io.StringIO((out / "results.csv").read_text())))
     assert [p["policy"] for p in parsed] == ["fifo", "backfill", "greedy"]
     summary = (out / "summary.md").read_text()
     assert summary.startswith("# toy: closed-loop replay")
-    assert "world: early=0.7,fail=0.1,demand=0.1, seed 0" in summary
+    assert "world: synthetic (early=0.7,fail=0.1,demand=0.1), seed 0" in summary
     assert summary.count("\n| ") == 2 + 3  # header, separator, one row per policy
     assert (out / "realized.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "# toy: closed-loop replay" in result.stdout
@@ -634,13 +637,15 @@ def test_cli_simulate_no_charts_and_no_noise(tmp_path: Path) -> None:
     )
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["results.csv", "summary.md"]
+    audits = [f"{p}.{kind}" for p in ("fifo", "greedy-open") for kind in AUDIT]
+    expected = ["results.csv", "summary.md", "world.yaml", *audits]
+    assert sorted(p.name for p in out.iterdir()) == sorted(expected)
     parsed = list(csv.DictReader(io.StringIO((out / "results.csv").read_text())))
     assert [(p["policy"], float(p["realized_pwo"])) for p in parsed] == [
         ("fifo", TOY_PWO),
         ("greedy-open", TOY_PWO),
     ]
-    assert "world: early=0,fail=0,demand=0" in (out / "summary.md").read_text()
+    assert "world: synthetic (early=0,fail=0,demand=0)" in (out / "summary.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -652,6 +657,8 @@ def test_cli_simulate_no_charts_and_no_noise(tmp_path: Path) -> None:
         (["--policy", " , "], "--policy: name at least one policy"),
         (["--replan-every", "2x"], "--replan-every: not a duration: '2x'"),
         (["--freeze", "soon"], "--freeze: not a duration: 'soon'"),
+        (["--world", "mars"], "--world: unknown world 'mars'"),
+        (["--world", "trace", "--actual", "w.yaml"], "--actual: a world file replaces"),
     ],
 )
 def test_cli_simulate_bad_options(tmp_path: Path, extra: list[str], fragment: str) -> None:

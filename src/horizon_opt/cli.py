@@ -51,8 +51,11 @@ from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.plan import Plan
 from horizon_opt.prices import capacity_prices, format_prices, prices_to_json
 from horizon_opt.replan import DEFAULT_FREEZE_MINUTES, MAX_STABILITY, replan
-from horizon_opt.simulate import Noise, draw_world, policy, simulate
+from horizon_opt.simulate import Noise, policy, simulate
+from horizon_opt.simulate.audit import audit_files, write_audit
 from horizon_opt.simulate.report import format_table, plot_realized, to_csv
+from horizon_opt.simulate.world import WORLDS, world_for
+from horizon_opt.simulate.world_file import read_world, write_world
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
 from horizon_opt.solvers.options import MAX_SEED, default_workers
 from horizon_opt.spec import InstanceSpec
@@ -377,7 +380,8 @@ def simulate_cmd(
         typer.Option(
             "--out",
             "-o",
-            help="Output folder (results.csv, summary.md, realized.png).",
+            help="Output folder (results.csv, summary.md, realized.png, world.yaml, and per "
+            "policy POLICY.actual.yaml and POLICY.ran.json: what really ran).",
             parser=_file_name,
         ),
     ],
@@ -386,7 +390,8 @@ def simulate_cmd(
         typer.Option(
             "--policy",
             help="Comma-separated: solvers (fifo and backfill online, greedy and cpsat "
-            "re-planning), or <solver>-open for a solver's one plan executed open loop.",
+            "re-planning), or <solver>-open for a solver's one plan executed open loop; "
+            "-runtimes, -arrivals, -oracle: told the actual run times, every arrival, or both.",
         ),
     ] = "fifo,backfill,greedy,cpsat,cpsat-open",
     replan_every: Annotated[
@@ -399,10 +404,24 @@ def simulate_cmd(
     noise: Annotated[
         str,
         typer.Option(
-            help="The actual world: early=SHARE,fail=SHARE,demand=SIGMA (see docs/simulate.md); "
-            "none for the planners' own estimates."
+            help="The synthetic world: early=SHARE,fail=SHARE,demand=SIGMA (see "
+            "docs/simulate.md); none for the planners' own estimates."
         ),
     ] = str(Noise()),
+    world_kind: Annotated[
+        str,
+        typer.Option(
+            "--world",
+            help="The drawn world: synthetic (--noise) or trace (run times, failures and "
+            "cancellations shaped by real traces).",
+        ),
+    ] = "synthetic",
+    actual: Annotated[
+        Path | None,
+        typer.Option(
+            help="Replay this world file (FORMAT.md, World file) instead of drawing one.",
+        ),
+    ] = None,
     seed: Seed = 0,
     time_limit: Annotated[
         float, typer.Option("--time-limit", "-t", help="Seconds per cpsat plan.", min=0.1)
@@ -413,19 +432,28 @@ def simulate_cmd(
     """Replay policies over the horizon against an actual world (jobs end early or fail,
     demand strays from the forecast): what each policy really realizes."""
     with _input_errors():
-        files = ("results.csv", "summary.md", *(("realized.png",) if charts else ()))
+        names = [name.strip() for name in policies.split(",") if name.strip()]
+        audits = [f for name in names for f in audit_files(name)]
+        files = (
+            "results.csv",
+            "summary.md",
+            "world.yaml",
+            *(("realized.png",) if charts else ()),
+            *audits,
+        )
         check_outputs(
-            [Output("--out", out, kind="folder", files=files)], [("the instance file", instance)]
+            [Output("--out", out, kind="folder", files=files)],
+            [("the instance file", instance), ("--actual", actual)],
         )
         inst = load_instance(instance)
         world_noise = Noise.parse(noise)
+        if world_kind not in WORLDS:
+            raise InputError([f"--world: unknown world {world_kind!r}; use {' or '.join(WORLDS)}"])
+        if actual is not None and world_kind != "synthetic":
+            raise InputError(["--actual: a world file replaces the drawn world; leave out --world"])
         every = max(1, _time_option(replan_every, inst, "--replan-every"))
         hold = _time_option(freeze, inst, "--freeze")
-        chosen = [
-            policy(name.strip(), every, hold, stability)
-            for name in policies.split(",")
-            if name.strip()
-        ]
+        chosen = [policy(name, every, hold, stability) for name in names]
         if not chosen:
             raise InputError(["--policy: name at least one policy"])
         if inst.now or inst.placed:
@@ -436,7 +464,13 @@ def simulate_cmd(
                 ]
             )
         _warn(instance, inst)
-    world = draw_world(inst, world_noise, seed)
+        if actual is not None:
+            world = read_world(actual, inst)
+            drawn = f"read from {actual}"
+        else:
+            world = world_for(inst, world_kind, seed, world_noise)
+            shape = world_noise if world_kind == "synthetic" else "trace"
+            drawn = f"{world_kind} ({shape}), seed {seed}"
     options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed)
     replays = []
     for p in chosen:
@@ -444,12 +478,16 @@ def simulate_cmd(
         replays.extend(simulate(inst, [p], world, options))
     table = format_table(replays)
     summary = (
-        f"# {inst.name}: closed-loop replay\n\nworld: {world_noise}, seed {seed}; re-plan every "
+        f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "
         f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan\n\n{table}\n"
     )
     with _input_errors(), writing("--out", out):
         write_atomic(out / "results.csv", to_csv(replays))
         write_atomic(out / "summary.md", summary)
+        write_world(out / "world.yaml", inst, world)
+        for r in replays:
+            assert r.audit is not None  # every replay logs what ran
+            write_audit(out, inst, r.audit, r.policy)
         if charts:
             save_figure(plot_realized(inst, replays), out / "realized.png")
     typer.echo(summary)

@@ -18,8 +18,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
-from horizon_opt.instance import FloatArray, Instance, IntArray
+import yaml
+
+from horizon_opt.instance import FloatArray, Instance, IntArray, compile_instance
+from horizon_opt.io import write_atomic
 from horizon_opt.metrics import evaluate
 from horizon_opt.plan import Assignment, InferenceBlock, Plan, Unscheduled
 from horizon_opt.simulate.world import World
@@ -182,3 +186,24 @@ def ran_plan(actual: Instance, instance: Instance, audit: Audit, policy: str) ->
     )
     metrics = evaluate(actual, plan)
     return plan.model_copy(update={"objective": metrics.pwo, "metrics": metrics})
+
+
+def audit_files(policy: str) -> tuple[str, str]:
+    """The names of a policy's audit files: the actual instance and the plan of what ran."""
+    return f"{policy}.actual.yaml", f"{policy}.ran.json"
+
+
+def write_audit(folder: Path, instance: Instance, audit: Audit, policy: str) -> Plan:
+    """Write a policy's audit files into `folder` (atomically); returns the plan of what ran."""
+    spec = actual_spec(instance, audit, policy)
+    plan = ran_plan(compile_instance(spec), instance, audit, policy)
+    data = spec.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    header = (
+        f"# {spec.name}: the horizon as it really ran under {policy} (horizon-opt simulate);\n"
+        f"# check it with: horizon-opt check {audit_files(policy)[0]} {audit_files(policy)[1]}\n"
+    )
+    actual_name, ran_name = audit_files(policy)
+    write_atomic(folder / actual_name, header + text)
+    plan.write(folder / ran_name)
+    return plan

@@ -29,9 +29,8 @@ from horizon_opt.replan import replan
 from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.world import World
+from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.solvers import SolveOptions, solve
-from horizon_opt.spec import PlacedSpec
-from horizon_opt.state import with_placed, without_jobs
 
 
 @dataclass
@@ -86,15 +85,16 @@ class _Replayer:
                 ["simulate starts from an empty cluster: the instance has `now` or placed jobs"]
             )
         self.inst = instance
-        # What the planners are told: the estimates, or the actual run times (`-runtimes`).
-        self.told = instance.spec
-        if policy.knows_runtimes:
-            self.told = told_spec(instance, world)
         self.world = world
+        demands = {s.index: s.demand.tolist() for s in instance.services}
+        # What the planners are told: the estimates, or the actual run times (`-runtimes`).
+        self.told = instance
+        if policy.knows_runtimes:
+            self.told = compile_instance(told_spec(instance, world), demands)
+        self.order = topological_order(instance)
         self.policy = policy
         self.options = options
         self.on_decision = on_decision
-        self.demands = {s.index: s.demand.tolist() for s in instance.services}
         self.running: dict[int, _Run] = {}
         self.done: set[int] = set()  # ended successfully
         self.gone: set[int] = set()  # ended: done, failed or cancelled
@@ -126,7 +126,7 @@ class _Replayer:
         """Jobs released by `t` (all of them when the policy knows every arrival) that have not
         ended, and whose predecessors are known too."""
         out: set[int] = set()
-        for j in topological_order(self.inst):
+        for j in self.order:
             job = self.inst.jobs[j]
             if j in self.gone or (job.release > t and not self.policy.knows_arrivals):
                 continue
@@ -138,21 +138,9 @@ class _Replayer:
         """The instance the planner sees at `t`: the known jobs (a known job waits only for
         known or done jobs, so leaving the rest out drops just the done ones from `after`), the
         running ones placed where they run."""
-        inst = self.inst
-        keep = set(self.known(t))
-        left_out = {j.id for j in inst.jobs if j.index not in keep}
-        names = inst.node_names
-        running = {
-            inst.jobs[j].id: PlacedSpec(
-                pool=inst.pools[run.pool].name,
-                start=run.start,
-                gpus={names[n]: list(g) for n, g in run.gpus.items()},
-            )
-            for j, run in self.running.items()
-        }
-        state_spec = with_placed(without_jobs(self.told, left_out), running, t)
+        running = {j: Running(run.pool, run.start, run.gpus) for j, run in self.running.items()}
         try:
-            return compile_instance(state_spec, self.demands)
+            return instance_at(self.told, t, self.known(t), running)
         except InstanceError as exc:  # the replay only builds states that its plans allow
             raise RuntimeError(
                 f"internal error: the state at slot {t} does not compile: {exc}"
