@@ -1439,6 +1439,8 @@ def bench_cmd(
                 raise typer.Exit(130) from None
             rows, files = result.rows, result.files
     typer.echo((folder / "summary.md").read_text())
-    typer.echo("written: " + ", ".join(str(f) for f in files) + f", {folder / 'plans'}/")
+    plans = folder / "plans"  # a closed-loop suite writes none
+    written = [*map(str, files), *([f"{plans}/"] if plans.is_dir() else [])]
+    typer.echo("written: " + ", ".join(written))
     if not all(bench.ok(r) for r in rows):
         raise typer.Exit(1)

@@ -1,4 +1,5 @@
-"""The PNG charts of a suite: by_family.png, scaling.png, anytime.png (matplotlib)."""
+"""The PNG charts of a suite: by_family.png, scaling.png, anytime.png (matplotlib); ladder.png
+for a closed-loop suite."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from horizon_opt.bench.loop_summary import top_shares
 from horizon_opt.bench.rows import Row, by_instance, ok
 from horizon_opt.bench.suite import DEFAULT_SOLVERS
 from horizon_opt.generate import SIZES
@@ -178,3 +180,34 @@ def _default_anytime(cp: Sequence[Row]) -> list[str]:
         by_dims = sorted(cp, key=lambda r: int(r["jobs"]) * int(r["slots"]) * int(r["nodes"]))
         chosen = [str(r["instance"]) for r in by_dims[-2:]]
     return chosen
+
+
+def write_loop_chart(rows: Sequence[Row], out: Path, top: str, order: Sequence[str]) -> list[Path]:
+    """ladder.png: per (family, world), each policy's median share of the top rung's realized
+    pwo, bars in ladder order (when a run replayed)."""
+    from matplotlib.figure import Figure  # only the chart step needs matplotlib
+
+    shares = top_shares(rows, top)
+    policies = [p for p in order if any(s.get(p) is not None for s in shares.values())]
+    if not policies:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    groups = [f"{family}\n{world}" for family, world in shares]
+    fig = Figure(
+        figsize=(max(7.0, 0.4 * len(groups) * len(policies) + 3), 4.2), layout="constrained"
+    )
+    ax = fig.subplots()
+    width = 0.8 / len(policies)
+    for k, policy in enumerate(policies):
+        xs = [i + (k - (len(policies) - 1) / 2) * width for i in range(len(groups))]
+        values = [s.get(policy) for s in shares.values()]
+        bars = ax.bar(xs, [v or 0 for v in values], width, label=policy)
+        ax.bar_label(bars, labels=[f"{v:.2f}" if v else "" for v in values], fontsize=6)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_title(f"realized pwo as a share of {top}'s (median over runs)", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.legend(fontsize=8, loc="lower right")
+    path = out / "ladder.png"
+    fig.savefig(path, dpi=130)
+    return [path]

@@ -16,19 +16,14 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from horizon_opt.bench.rows import Row, failure_row
-from horizon_opt.bench.tasks import Task
+from horizon_opt.bench.tasks import AnyTask
 from horizon_opt.bench.worker import worker_main as worker_main  # the entry point of a run
 from horizon_opt.instance import Instance
-from horizon_opt.solvers import SOLVERS
 
 
-def _expected_seconds(task: Task) -> float:
-    return task.time_limit if SOLVERS[task.solver].anytime else 0.0
-
-
-def longest_first(tasks: Sequence[Task]) -> list[Task]:
+def longest_first(tasks: Sequence[AnyTask]) -> list[AnyTask]:
     """The order runs start in: the longest expected first, then suite order."""
-    order = sorted(range(len(tasks)), key=lambda i: (-_expected_seconds(tasks[i]), i))
+    order = sorted(range(len(tasks)), key=lambda i: (-tasks[i].expected_seconds, i))
     return [tasks[i] for i in order]
 
 
@@ -57,35 +52,34 @@ def _without_main() -> Iterator[None]:
         sys.modules["__main__"] = main
 
 
-def remove_stale(task: Task) -> None:
-    """Remove the plan and progress files of an earlier run of the task."""
-    for stale in (task.plan_path, task.progress_path):
-        if stale is not None:
-            Path(stale).unlink(missing_ok=True)
+def remove_stale(task: AnyTask) -> None:
+    """Remove the files (plan, progress) of an earlier run of the task."""
+    for stale in task.outputs:
+        Path(stale).unlink(missing_ok=True)
 
 
 @dataclass
 class _Running:
-    task: Task
+    task: AnyTask
     process: multiprocessing.process.BaseProcess
     conn: Connection
     started: float
 
 
 def run_tasks(
-    tasks: Sequence[Task],
+    tasks: Sequence[AnyTask],
     jobs: int = 2,
-    on_start: Callable[[Task], None] | None = None,
-    on_done: Callable[[Task, Row], None] | None = None,
-    on_tick: Callable[[Sequence[tuple[Task, float]]], None] | None = None,
-) -> dict[Task, Row]:
+    on_start: Callable[[AnyTask], None] | None = None,
+    on_done: Callable[[AnyTask, Row], None] | None = None,
+    on_tick: Callable[[Sequence[tuple[AnyTask, float]]], None] | None = None,
+) -> dict[AnyTask, Row]:
     """Run every task in its own process, at most `jobs` at once (longest expected first),
     killing any that outlives its guard. Returns the row of each task (failures included)."""
     ctx = multiprocessing.get_context("spawn")
     pending = longest_first(tasks)
     pending.reverse()  # pop() from the end takes the longest first
     running: dict[Connection, _Running] = {}
-    results: dict[Task, Row] = {}
+    results: dict[AnyTask, Row] = {}
 
     def finish(run: _Running, row: Row) -> None:
         del running[run.conn]
@@ -135,9 +129,9 @@ def run_tasks(
 
 
 def run_one(
-    task: Task,
+    task: AnyTask,
     instance: Instance | None = None,
-    target: Callable[[Task, Connection, Instance | None], None] = worker_main,
+    target: Callable[[AnyTask, Connection, Instance | None], None] = worker_main,
 ) -> Row:
     """One run in a fresh process, guarded as `run_tasks` guards each: `target` (the worker's
     entry point) sets the memory limit; the run is killed once it outlives its time guard, and a

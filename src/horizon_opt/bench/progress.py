@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from horizon_opt.bench.rows import OK_STATUSES, Row
-from horizon_opt.bench.tasks import Task
+from horizon_opt.bench.tasks import AnyTask
 
 
 class ProgressDisplay:
@@ -21,24 +21,24 @@ class ProgressDisplay:
         self.stream = stream if stream is not None else sys.stderr
         self.tty = self.stream.isatty()
         self.started = time.monotonic()
-        self.running: Sequence[tuple[Task, float]] = ()
+        self.running: Sequence[tuple[AnyTask, float]] = ()
 
     def _bar(self) -> str:
         width = shutil.get_terminal_size((100, 20)).columns - 1
         frac = self.done / max(1, self.total)
         bar = "#" * round(20 * frac) + "-" * (20 - round(20 * frac))
         elapsed = time.monotonic() - self.started
-        now = ", ".join(f"{t.instance} {t.solver} {s:.0f}s" for t, s in self.running)
+        now = ", ".join(f"{t.label} {s:.0f}s" for t, s in self.running)
         line = f"[{bar}] {self.done}/{self.total} {elapsed:6.0f}s" + (f"  {now}" if now else "")
         return line[:width].ljust(width)
 
-    def tick(self, running: Sequence[tuple[Task, float]]) -> None:
+    def tick(self, running: Sequence[tuple[AnyTask, float]]) -> None:
         self.running = running
         if self.tty:
             self.stream.write("\r" + self._bar())
             self.stream.flush()
 
-    def finished(self, task: Task, row: Row) -> None:
+    def finished(self, task: AnyTask, row: Row) -> None:
         self.done += 1
         line = f"[{self.done:>{len(str(self.total))}}/{self.total}] {describe(task, row)}"
         if self.tty:
@@ -54,11 +54,16 @@ class ProgressDisplay:
             self.stream.flush()
 
 
-def describe(task: Task, row: Row) -> str:
+def describe(task: AnyTask, row: Row) -> str:
     """One line on a finished run: its figures, or why it failed."""
     status = str(row.get("status"))
-    text = f"{task.instance} {task.solver}: {status}"
-    if status in OK_STATUSES:
+    text = f"{task.label}: {status}"
+    if "replays" in row:  # a closed-loop run
+        text += ", realized pwo " + ", ".join(
+            f"{r['policy']} {r['realized_pwo']:,.0f}" for r in row["replays"]
+        )
+        text += f", {row['wall_seconds']:.1f} s, {row['peak_mib']:.0f} MiB"
+    elif status in OK_STATUSES:
         gap = row.get("gap")
         text += f", pwo {row['pwo']:,.1f}, utilization {100 * row['utilization']:.1f}%"
         text += "" if gap is None else f", gap {100 * gap:.2f}%"

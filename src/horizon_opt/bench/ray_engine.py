@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from horizon_opt.bench import pool
 from horizon_opt.bench.rows import Row, failure_row
-from horizon_opt.bench.tasks import Task
+from horizon_opt.bench.tasks import AnyTask, Task
 from horizon_opt.errors import InputError
 from horizon_opt.io import load_instance, write_atomic
 
@@ -90,20 +90,20 @@ def _write_outputs(task: Task, row: Row) -> None:
 
 @dataclass
 class _Running:
-    task: Task
+    task: AnyTask
     started: float
 
 
 def run_tasks_ray(
-    tasks: Sequence[Task],
+    tasks: Sequence[AnyTask],
     jobs: int = 2,
-    on_start: Callable[[Task], None] | None = None,
-    on_done: Callable[[Task, Row], None] | None = None,
-    on_tick: Callable[[Sequence[tuple[Task, float]]], None] | None = None,
+    on_start: Callable[[AnyTask], None] | None = None,
+    on_done: Callable[[AnyTask, Row], None] | None = None,
+    on_tick: Callable[[Sequence[tuple[AnyTask, float]]], None] | None = None,
     *,
     address: str | None = None,
     stream: IO[str] | None = None,
-) -> dict[Task, Row]:
+) -> dict[AnyTask, Row]:
     """`pool.run_tasks` on Ray: every task a Ray task, at most `jobs` at once (longest expected
     first), rows streamed back as runs finish. Uses the Ray instance this process is already
     connected to, else starts or joins one (`connect`) and shuts it down at the end."""
@@ -112,7 +112,7 @@ def run_tasks_ray(
     if owned:
         connect(ray, address, jobs)
     running: dict[Any, _Running] = {}
-    results: dict[Task, Row] = {}
+    results: dict[AnyTask, Row] = {}
     try:
         cpus = ray.cluster_resources().get("CPU", 0)
         if jobs > cpus:
@@ -129,7 +129,8 @@ def run_tasks_ray(
 
         def finish(ref: Any, row: Row) -> None:
             run = running.pop(ref)
-            _write_outputs(run.task, row)
+            if isinstance(run.task, Task):  # a closed-loop run writes no file
+                _write_outputs(run.task, row)
             results[run.task] = row
             if on_done is not None:
                 on_done(run.task, row)

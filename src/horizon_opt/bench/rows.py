@@ -1,20 +1,20 @@
-"""The raw results: one row per run, and results.csv."""
+"""The raw results: one row per run (per policy of a closed-loop run), and results.csv."""
 
 from __future__ import annotations
 
 import csv
 import io
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from horizon_opt.bench.tasks import BenchInstance, Task
+from horizon_opt.bench.tasks import AnyTask, BenchInstance, LoopTask, Task
 from horizon_opt.io import write_atomic
 
 Row = dict[str, Any]
 
-OK_STATUSES = ("optimal", "feasible", "heuristic")
+OK_STATUSES = ("optimal", "feasible", "heuristic", "replayed")  # "replayed": a closed-loop run
 
 FIELDS = [  # the columns of results.csv, in order
     "instance",
@@ -44,10 +44,66 @@ FIELDS = [  # the columns of results.csv, in order
     "plan",
     "error",
 ]
+LOOP_FIELDS = [  # the columns of a closed-loop suite's results.csv: a row per policy of a run
+    "instance",
+    "family",
+    "size",
+    "jobs",
+    "slots",
+    "nodes",
+    "gpus",
+    "world",
+    "seed",  # the drawn world's
+    "policy",
+    "time_limit",  # seconds per plan
+    "workers",
+    "status",
+    "valid",
+    # the Replay's figures (simulate.report.rows)
+    "planned_pwo",
+    "realized_pwo",
+    "vs_fifo",
+    "vs_backfill",
+    "realized_utilization",
+    "completed",
+    "failed",
+    "cancelled",
+    "cancelled_by_user",
+    "preemptions",
+    "lost_gpu_hours",
+    "slo_short_replica_hours",
+    "slo_short_share",
+    "decisions",
+    "replans",
+    "mean_moved",
+    "solver_seconds",
+    "max_solver_seconds",
+    # the run's, shared by its policies
+    "wall_seconds",
+    "peak_mib",
+    "error",
+]
 _INT_FIELDS = {"seed", "jobs", "slots", "nodes", "gpus", "workers", "violations"}
-_INT_FIELDS |= {"completed", "scheduled"}
+_INT_FIELDS |= {"completed", "scheduled", "failed", "cancelled", "cancelled_by_user"}
+_INT_FIELDS |= {"preemptions"}
+_INT_FIELDS |= {"decisions", "replans"}
 _FLOAT_FIELDS = {"time_limit", "pwo", "utilization", "reserved_idle_gpu_hours", "bound", "gap"}
 _FLOAT_FIELDS |= {"wall_seconds", "build_seconds", "peak_mib"}
+_FLOAT_FIELDS |= {"planned_pwo", "realized_pwo", "vs_fifo", "vs_backfill", "realized_utilization"}
+_FLOAT_FIELDS |= {"lost_gpu_hours", "slo_short_replica_hours", "slo_short_share", "mean_moved"}
+_FLOAT_FIELDS |= {"solver_seconds", "max_solver_seconds"}
+
+
+def is_loop(rows: Sequence[Row]) -> bool:
+    """Whether these are a closed-loop suite's rows: they have a policy."""
+    return any("policy" in r for r in rows)
+
+
+def row_key(row: Row) -> tuple[Any, ...]:
+    """What identifies a row: a rerun's row replaces the row with the same key."""
+    if "policy" in row:
+        return (row["instance"], row["world"], row["seed"], row["policy"])
+    return (row["instance"], row["solver"])
 
 
 def ok(row: Row) -> bool:
@@ -67,6 +123,42 @@ def by_instance(rows: Iterable[Row]) -> dict[str, dict[str, Row]]:
 def failure_row(status: str, error: str, wall: float) -> Row:
     """What is known of a run that sent no row back: killed, or crashed."""
     return {"status": status, "error": error, "wall_seconds": wall}
+
+
+def task_rows(inst: BenchInstance, task: AnyTask, result: Row) -> list[Row]:
+    """The results.csv rows of a run: one, or one per policy of a closed-loop run."""
+    if isinstance(task, LoopTask):
+        return loop_rows(inst, task, result)
+    return [result_row(inst, task, result)]
+
+
+def loop_rows(inst: BenchInstance, task: LoopTask, result: Row) -> list[Row]:
+    """A row per policy of a closed-loop run: what the suite knows, the policy's figures, and
+    the run's status, wall time and peak memory; a failed run's status on each of its rows."""
+    figures = {str(r["policy"]): r for r in result.get("replays", [])}
+    out: list[Row] = []
+    for p in task.policies:
+        row: Row = dict.fromkeys(LOOP_FIELDS)
+        row.update(
+            instance=inst.name,
+            family=inst.family,
+            size=inst.size,
+            jobs=inst.jobs,
+            slots=inst.slots,
+            nodes=inst.nodes,
+            gpus=inst.gpus,
+            world=task.world,
+            seed=task.seed,
+            policy=p.name,
+            time_limit=task.time_limit,
+            workers=task.workers,
+            valid="",
+            error="",
+        )
+        row.update({k: v for k, v in figures.get(p.name, {}).items() if k in LOOP_FIELDS})
+        row.update({k: v for k, v in result.items() if k in LOOP_FIELDS})
+        out.append(row)
+    return out
 
 
 def result_row(inst: BenchInstance, task: Task, result: Row) -> Row:
@@ -91,23 +183,27 @@ def result_row(inst: BenchInstance, task: Task, result: Row) -> Row:
     return row
 
 
-def write_csv(rows: Iterable[Row], path: Path) -> None:
+def write_csv(rows: Iterable[Row], path: Path, fields: Sequence[str] = FIELDS) -> None:
+    """results.csv with the `fields` columns (LOOP_FIELDS for a closed-loop suite)."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=FIELDS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: "" if row.get(k) is None else row[k] for k in FIELDS})
+        writer.writerow({k: "" if row.get(k) is None else row[k] for k in fields})
     write_atomic(path, buffer.getvalue())
 
 
 def read_csv(path: str | os.PathLike[str]) -> list[Row]:
-    """Rows of a results.csv, with numbers as int / float and empty cells as None."""
+    """Rows of a results.csv (of either kind of suite), with numbers as int / float and empty
+    cells as None."""
     with Path(path).open(newline="") as fh:
-        raw = list(csv.DictReader(fh))
+        reader = csv.DictReader(fh)
+        raw = list(reader)
+        fields = LOOP_FIELDS if "policy" in (reader.fieldnames or ()) else FIELDS
     rows: list[Row] = []
     for r in raw:
         row: Row = {}
-        for k in FIELDS:
+        for k in fields:
             value = r.get(k, "")
             if value == "" and k not in ("valid", "error"):
                 row[k] = None

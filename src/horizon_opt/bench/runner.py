@@ -1,4 +1,5 @@
-"""A whole suite: prepare it, run every task, write results.csv, summary.md and the charts."""
+"""A whole suite: prepare it, run every task, write results.csv, summary.md and the charts. A
+closed-loop suite (a `loop` section) runs its tasks the same way and writes its own summary."""
 
 from __future__ import annotations
 
@@ -10,13 +11,23 @@ from functools import partial
 from pathlib import Path
 from typing import IO
 
-from horizon_opt.bench.charts import write_charts
+from horizon_opt.bench.charts import write_charts, write_loop_chart
+from horizon_opt.bench.loop_summary import policy_order, summarize_loop, top_of
 from horizon_opt.bench.pool import run_tasks
 from horizon_opt.bench.progress import ProgressDisplay
-from horizon_opt.bench.rows import Row, read_csv, result_row, write_csv
+from horizon_opt.bench.rows import (
+    FIELDS,
+    LOOP_FIELDS,
+    Row,
+    is_loop,
+    read_csv,
+    row_key,
+    task_rows,
+    write_csv,
+)
 from horizon_opt.bench.suite import Suite
 from horizon_opt.bench.summary import summarize
-from horizon_opt.bench.tasks import Task, make_tasks, prepare
+from horizon_opt.bench.tasks import AnyTask, make_loop_tasks, make_tasks, prepare
 from horizon_opt.errors import InputError
 from horizon_opt.io import write_atomic
 
@@ -35,7 +46,7 @@ def check_engine(engine: str, address: str | None = None) -> None:
 
 def _engine(
     engine: str, address: str | None, stream: IO[str] | None
-) -> Callable[..., dict[Task, Row]]:
+) -> Callable[..., dict[AnyTask, Row]]:
     """The `run_tasks` of an engine; with Ray, imported now: a missing Ray is an error at once."""
     check_engine(engine, address)
     if engine == "local":
@@ -70,9 +81,10 @@ def run_suite(
 ) -> BenchResult:
     """Run a suite and write results.csv, summary.md, plans, progress events and charts.
 
-    With `only`, the new rows replace the same (instance, solver) rows of an existing
-    results.csv in `out` and the others are kept, so a partial rerun updates a full run. On
-    Ctrl-C the finished runs are written and `Interrupted` is raised.
+    With `only`, the new rows replace the same (instance, solver) rows (instance, world, seed,
+    policy for a closed-loop suite) of an existing results.csv in `out` and the others are kept,
+    so a partial rerun updates a full run. On Ctrl-C the finished runs are written and
+    `Interrupted` is raised.
 
     `engine` "ray" runs the same tasks on Ray (`address`: see `ray_engine.connect`), with the
     same guards and the same rows; InputError when Ray is missing or unreachable."""
@@ -80,11 +92,15 @@ def run_suite(
     folder = Path(out)
     started = time.monotonic()
     instances = prepare(suite, folder, traces=traces, only=only)
-    tasks = make_tasks(suite, instances, folder)
+    tasks: list[AnyTask] = []
+    if suite.spec.loop is not None:
+        tasks += make_loop_tasks(suite, instances)
+    else:
+        tasks += make_tasks(suite, instances, folder)
     display = ProgressDisplay(len(tasks), stream)
-    results: dict[Task, Row] = {}
+    results: dict[AnyTask, Row] = {}
 
-    def done(task: Task, row: Row) -> None:
+    def done(task: AnyTask, row: Row) -> None:
         results[task] = row
         display.finished(task, row)
 
@@ -96,11 +112,11 @@ def run_suite(
     finally:
         display.close()
     by_name = {i.name: i for i in instances}
-    rows = [result_row(by_name[t.instance], t, results[t]) for t in tasks if t in results]
+    rows = [r for t in tasks if t in results for r in task_rows(by_name[t.instance], t, results[t])]
     previous = folder / "results.csv"
     if only is not None and previous.is_file():
-        fresh = {(r["instance"], r["solver"]): r for r in rows}
-        merged = [fresh.pop((r["instance"], r["solver"]), r) for r in read_csv(previous)]
+        fresh = {row_key(r): r for r in rows}
+        merged = [fresh.pop(row_key(r), r) for r in read_csv(previous)]
         rows = merged + list(fresh.values())
     seconds = time.monotonic() - started
     files = write_reports(rows, folder, suite=suite, jobs=jobs, seconds=seconds, charts=charts)
@@ -126,11 +142,20 @@ def write_reports(
     seconds: float | None = None,
     charts: bool = True,
 ) -> list[Path]:
-    """results.csv, summary.md and (with `charts`) the PNG charts, into `out`."""
+    """results.csv, summary.md and (with `charts`) the PNG charts, into `out`; those of a
+    closed-loop suite when the suite has a `loop` section (without the suite: when the rows are
+    of one)."""
+    loop = is_loop(rows) if suite is None else suite.spec.loop is not None
     files = [out / "results.csv", out / "summary.md"]
-    write_csv(rows, files[0])
-    write_atomic(files[1], summarize(rows, suite=suite, jobs=jobs, seconds=seconds))
-    if charts:
+    write_csv(rows, files[0], LOOP_FIELDS if loop else FIELDS)
+    if loop:
+        text = summarize_loop(rows, suite=suite, jobs=jobs, seconds=seconds)
+    else:
+        text = summarize(rows, suite=suite, jobs=jobs, seconds=seconds)
+    write_atomic(files[1], text)
+    if charts and loop:
+        files += write_loop_chart(rows, out, top_of(rows, suite), policy_order(rows, suite))
+    elif charts:
         anytime = list(suite.spec.anytime) if suite is not None else []
         files += write_charts(rows, out, anytime=anytime)
     return files

@@ -1,17 +1,22 @@
-"""The suite file: which instances, solvers and time limits a benchmark runs (docs/bench.md)."""
+"""The suite file: which instances, solvers and time limits a benchmark runs, or, with a `loop`
+section, which policies it replays in which worlds (docs/bench.md)."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from horizon_opt.errors import InputError
 from horizon_opt.generate import SIZES
+from horizon_opt.instance import duration_minutes
 from horizon_opt.io import read_yaml, validation_problems
+from horizon_opt.simulate.policy import policy
+from horizon_opt.simulate.world import WORLDS, Noise
 from horizon_opt.solvers import SOLVERS
 
 DEFAULT_SOLVERS = tuple(SOLVERS)  # what a suite without `solvers` runs: every solver
@@ -49,6 +54,42 @@ class GuardSpec(_Model):
     margin_seconds: float = Field(default=120.0, gt=0)
 
 
+class LoopSpec(_Model):
+    """A closed-loop suite: every policy replayed in the same drawn world, per instance, world
+    kind and seed. Durations are minutes, or text with a unit (90m, 2h)."""
+
+    policies: list[str] = Field(min_length=1)  # in ladder order, the bottom rung first
+    worlds: list[str] = Field(default_factory=lambda: ["synthetic"], min_length=1)
+    seeds: list[int] | Literal["instance"] = Field(default_factory=lambda: [0])
+    replan_every: str | float = "2h"
+    freeze: str | float = "2h"
+    stability: float = Field(default=0.0, ge=0)
+    noise: str = str(Noise())
+    top: str | None = None  # the rung the share of the top rung divides by; default the last
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds(cls, value: Any) -> Any:
+        """One message for a value that is neither form (not one per form)."""
+        if value != "instance" and not isinstance(value, list):
+            raise ValueError(f"expected a list of world seeds or `instance`, got {value!r}")
+        return value
+
+    @property
+    def top_rung(self) -> str:
+        return self.top if self.top is not None else self.policies[-1]
+
+    @property
+    def world_noise(self) -> Noise:
+        return Noise.parse(self.noise)
+
+
+def minutes(value: str | float) -> float | None:
+    """A loop duration in minutes: a number is minutes, text needs a unit; None if neither."""
+    amount = float(value) if isinstance(value, int | float) else duration_minutes(value)
+    return amount if amount is not None and math.isfinite(amount) else None
+
+
 class SuiteSpec(_Model):
     name: str = "suite"
     solvers: list[str] = Field(default_factory=lambda: list(DEFAULT_SOLVERS), min_length=1)
@@ -58,6 +99,7 @@ class SuiteSpec(_Model):
     guard: GuardSpec = GuardSpec()
     anytime: list[str] = Field(default_factory=list)
     instances: list[Any] = Field(min_length=1)
+    loop: LoopSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +154,56 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
                 f"{file}: instances[{i}].size: unknown size {e.size!r}; "
                 f"choose one of {', '.join(SIZES)}"
             )
+    if spec.loop is not None:
+        problems += _loop_problems(file, data, spec.loop, entries)
     if problems:
         raise InputError(problems)
     return Suite(spec, file, tuple(entries))
+
+
+def _loop_problems(
+    file: Path,
+    data: dict[str, Any],
+    loop: LoopSpec,
+    entries: list[str | FileEntry | GenerateEntry],
+) -> list[str]:
+    """What is wrong with a suite's `loop` section, each problem naming its field."""
+    where = f"{file}: loop"
+    problems = [
+        f"{file}: {name}: a suite with `loop` replays loop.policies; leave {name} out"
+        for name in ("solvers", "anytime")
+        if name in data
+    ]
+    problems += [
+        f"{file}: instances[{i}].solvers: a suite with `loop` replays loop.policies"
+        for i, e in enumerate(entries)
+        if not isinstance(e, str) and e.solvers is not None
+    ]
+    for name in loop.policies:
+        try:
+            policy(name, 1, 0)
+        except InputError as exc:
+            problems += [f"{where}.policies: {p.removeprefix('--policy: ')}" for p in exc.problems]
+    twice = sorted({p for p in loop.policies if loop.policies.count(p) > 1})
+    if twice:
+        problems.append(f"{where}.policies: named more than once: {twice}")
+    unknown = [w for w in loop.worlds if w not in WORLDS]
+    if unknown:
+        problems.append(
+            f"{where}.worlds: unknown world(s) {unknown}; choose from {', '.join(WORLDS)}"
+        )
+    for name, value in (("replan_every", loop.replan_every), ("freeze", loop.freeze)):
+        amount = minutes(value)
+        if amount is None or amount < 0 or (name == "replan_every" and amount == 0):
+            least = "more than 0" if name == "replan_every" else "0 or more"
+            problems.append(
+                f"{where}.{name}: expected minutes ({least}) or a duration such as 90m or 2h, "
+                f"got {value!r}"
+            )
+    try:
+        Noise.parse(loop.noise)
+    except InputError as exc:
+        problems += [f"{where}.noise: {p.removeprefix('--noise: ')}" for p in exc.problems]
+    if loop.top is not None and loop.top not in loop.policies:
+        problems.append(f"{where}.top: {loop.top!r} is not one of loop.policies")
+    return problems

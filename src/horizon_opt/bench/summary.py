@@ -210,24 +210,24 @@ def summarize(
         "",
         cost_table(rows),
     ]
-    failed = [r for r in rows if not ok(r)]
-    head += ["## Failures", ""]
-    if failed:
-        head.append(
-            markdown_table(
-                ["instance", "solver", "status", "valid", "error"],
-                (
-                    [
-                        str(r["instance"]),
-                        str(r["solver"]),
-                        str(r["status"]),
-                        str(r["valid"] or "-"),
-                        str(r["error"] or ""),
-                    ]
-                    for r in failed
-                ),
-            )
-        )
-    else:
-        head.append("None: every run ended with a plan that passes `check`.")
+    head += failures(rows, ("instance", "solver"))
     return "\n".join(head) + "\n"
+
+
+def failures(
+    rows: Sequence[Row],
+    keys: Sequence[str],
+    none: str = "None: every run ended with a plan that passes `check`.",
+) -> list[str]:
+    """The Failures section: a line per failed run (its rows told apart by `keys`), else `none`."""
+    failed = {tuple(r[k] for k in keys): r for r in rows if not ok(r)}
+    if not failed:
+        return ["## Failures", "", none]
+    table = markdown_table(
+        [*keys, "status", "valid", "error"],
+        (
+            [*map(str, key), str(r["status"]), str(r["valid"] or "-"), str(r["error"] or "")]
+            for key, r in failed.items()
+        ),
+    )
+    return ["## Failures", "", table]

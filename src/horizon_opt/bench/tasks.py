@@ -1,18 +1,22 @@
-"""What a suite runs: its instances, resolved and loaded once, and a task per (instance, solver)."""
+"""What a suite runs: its instances, resolved and loaded once, and a task per (instance, solver),
+or for a closed-loop suite per (instance, world kind, world seed)."""
 
 from __future__ import annotations
 
 import glob
+import math
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from horizon_opt.bench.suite import GenerateEntry, Suite, SuiteSpec
+from horizon_opt.bench.suite import GenerateEntry, Suite, SuiteSpec, minutes
 from horizon_opt.errors import InputError
 from horizon_opt.generate import GeneratorError, generate_file
 from horizon_opt.io import load_instance
+from horizon_opt.simulate.policy import Policy, policy
+from horizon_opt.simulate.world import Noise
 from horizon_opt.solvers import SOLVERS
 
 NAME_PATTERN = re.compile(r"^(?P<family>[a-z0-9_]+)-(?P<size>[a-z]+)-s(?P<seed>\d+)$")
@@ -31,6 +35,7 @@ class BenchInstance:
     slots: int
     nodes: int
     gpus: int
+    slot_minutes: int
     time_limit: float
     solvers: tuple[str, ...]
 
@@ -50,14 +55,67 @@ class Task:
     memory_mib: int | None
     guard_seconds: float
 
+    @property
+    def label(self) -> str:
+        return f"{self.instance} {self.solver}"
+
+    @property
+    def expected_seconds(self) -> float:
+        """What the run should take, for the order runs start in."""
+        return self.time_limit if SOLVERS[self.solver].anytime else 0.0
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The files the run writes."""
+        return (self.plan_path,) + ((self.progress_path,) if self.progress_path else ())
+
+
+@dataclass(frozen=True)
+class LoopTask:
+    """One closed-loop run: every policy replayed in one drawn world of an instance (picklable).
+    `plans` counts the policies' plans by an anytime solver, each up to `time_limit`."""
+
+    instance: str
+    path: str
+    world: str
+    seed: int  # of the drawn world
+    policies: tuple[Policy, ...]
+    noise: Noise
+    time_limit: float
+    workers: int
+    solver_seed: int
+    plans: int
+    memory_mib: int | None
+    guard_seconds: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.instance} {self.world} s{self.seed}"
+
+    @property
+    def expected_seconds(self) -> float:
+        return self.plans * self.time_limit
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return ()
+
+
+AnyTask = Task | LoopTask
+
+
+def _wall_factor(workers: int) -> int:
+    """cpsat with one worker budgets deterministic time, which may run past the wall-clock
+    limit: up to three times it."""
+    return 3 if workers == 1 else 1
+
 
 def guard_seconds(solver: str, time_limit: float, workers: int, margin: float) -> float:
     """Wall seconds after which a run is killed: the margin, plus the time limit for an anytime
-    solver (three times the limit with one worker: cpsat then budgets deterministic time, which
-    may run past the wall-clock limit)."""
+    solver (times `_wall_factor`)."""
     if not SOLVERS[solver].anytime:
         return margin
-    return time_limit * (3 if workers == 1 else 1) + margin
+    return time_limit * _wall_factor(workers) + margin
 
 
 def _time_limit(spec: SuiteSpec, size: str, override: float | None) -> float:
@@ -132,6 +190,7 @@ def prepare(
                 slots=inst.slots,
                 nodes=inst.num_nodes,
                 gpus=int(inst.node_gpus.sum()),
+                slot_minutes=inst.slot_minutes,
                 time_limit=_time_limit(spec, size, limit),
                 solvers=tuple(solvers or spec.solvers),
             )
@@ -171,4 +230,56 @@ def make_tasks(suite: Suite, instances: Sequence[BenchInstance], out: Path) -> l
                     ),
                 )
             )
+    return tasks
+
+
+def _slots(value: str | float, slot_minutes: int) -> int:
+    """A validated loop duration as whole slots of the instance, rounded up."""
+    amount = minutes(value)
+    assert amount is not None  # load_suite checked it
+    return math.ceil(amount / slot_minutes - 1e-9)
+
+
+def make_loop_tasks(suite: Suite, instances: Sequence[BenchInstance]) -> list[LoopTask]:
+    """One task per (instance, world kind, world seed) of a closed-loop suite, in suite order;
+    its guard is the margin plus every anytime plan's time limit (times `_wall_factor`)."""
+    spec, loop = suite.spec, suite.spec.loop
+    assert loop is not None
+    unseeded = [i.name for i in instances if i.seed is None]
+    if loop.seeds == "instance" and unseeded:
+        raise InputError(
+            [
+                f"{suite.path}: loop.seeds: instance: no seed in the name of {', '.join(unseeded)} "
+                "(FAMILY-SIZE-sSEED); list the world seeds instead"
+            ]
+        )
+    tasks: list[LoopTask] = []
+    for inst in instances:
+        every = max(1, _slots(loop.replan_every, inst.slot_minutes))
+        freeze = _slots(loop.freeze, inst.slot_minutes)
+        policies = tuple(policy(n, every, freeze, loop.stability) for n in loop.policies)
+        plans = sum(
+            p.due(t) for p in policies if SOLVERS[p.solver].anytime for t in range(inst.slots)
+        )
+        guard = plans * inst.time_limit * _wall_factor(spec.cpsat.workers)
+        seeds = [inst.seed] if loop.seeds == "instance" else loop.seeds
+        for world in loop.worlds:
+            for seed in seeds:
+                assert seed is not None
+                tasks.append(
+                    LoopTask(
+                        instance=inst.name,
+                        path=str(inst.path),
+                        world=world,
+                        seed=seed,
+                        policies=policies,
+                        noise=loop.world_noise,
+                        time_limit=inst.time_limit,
+                        workers=spec.cpsat.workers,
+                        solver_seed=spec.cpsat.seed,
+                        plans=plans,
+                        memory_mib=spec.guard.memory_mib,
+                        guard_seconds=guard + spec.guard.margin_seconds,
+                    )
+                )
     return tasks

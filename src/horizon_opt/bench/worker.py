@@ -1,4 +1,5 @@
-"""One run in its own process: the memory guard, then solve, write, check and evaluate."""
+"""One run in its own process: the memory guard, then solve, write, check and evaluate; or, for
+a closed-loop task, replay every policy in one drawn world."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ import time
 from multiprocessing.connection import Connection
 
 from horizon_opt.bench.rows import Row
-from horizon_opt.bench.tasks import Task
+from horizon_opt.bench.tasks import AnyTask, LoopTask, Task
 from horizon_opt.check import check
 from horizon_opt.instance import Instance
 from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.metrics import evaluate
-from horizon_opt.solvers import Progress, solve
+from horizon_opt.simulate import simulate
+from horizon_opt.simulate.report import rows as replay_rows
+from horizon_opt.simulate.world import world_for
+from horizon_opt.solvers import Progress, SolveOptions, solve
 
 
 def _peak_mib() -> float:
@@ -90,6 +94,26 @@ def solve_task(task: Task, instance: Instance | None = None) -> Row:
     return row
 
 
+def replay_task(task: LoopTask, instance: Instance | None = None) -> Row:
+    """Replay every policy of the task in its drawn world: one row whose `replays` holds the
+    figures of each policy (`simulate.report.rows`). The replay checks every plan it executes and
+    raises on an invalid one, so a row that comes back is valid. Reads the instance file only
+    when not given `instance` (the Ray engine), and writes nothing."""
+    inst = load_instance(task.path) if instance is None else instance
+    world = world_for(inst, task.world, task.seed, task.noise)
+    options = SolveOptions(time_limit=task.time_limit, workers=task.workers, seed=task.solver_seed)
+    started = time.perf_counter()
+    replays = simulate(inst, task.policies, world, options)
+    return {
+        "status": "replayed",
+        "valid": "yes",
+        "replays": replay_rows(replays),
+        "wall_seconds": time.perf_counter() - started,
+        "peak_mib": _peak_mib(),
+        "error": "",
+    }
+
+
 def _out_of_memory(exc: BaseException) -> bool:
     """MemoryError, or an allocation that failed inside a library (ENOMEM)."""
     if isinstance(exc, MemoryError):
@@ -99,8 +123,9 @@ def _out_of_memory(exc: BaseException) -> bool:
     return os.strerror(errno.ENOMEM) in str(exc)  # e.g. an InputError around a failed read
 
 
-def worker_main(task: Task, conn: Connection, instance: Instance | None = None) -> None:
-    """Process entry point: set the memory guard, run `solve_task`, send the row back."""
+def worker_main(task: AnyTask, conn: Connection, instance: Instance | None = None) -> None:
+    """Process entry point: set the memory guard, run `solve_task` (`replay_task`), send the row
+    back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the workers
     setrlimit, what = resource.setrlimit, resource.RLIMIT_AS
     restore = resource.getrlimit(what)  # built now: lifting the guard must not need memory
@@ -110,7 +135,11 @@ def worker_main(task: Task, conn: Connection, instance: Instance | None = None) 
             limit = min(limit, restore[1])
         setrlimit(what, (limit, restore[1]))
     try:
-        row = solve_task(task, instance)
+        row = (
+            replay_task(task, instance)
+            if isinstance(task, LoopTask)
+            else solve_task(task, instance)
+        )
     except BaseException as exc:  # a failed run is a row, not the end of the batch
         setrlimit(what, restore)
         if task.memory_mib is not None and _out_of_memory(exc):

@@ -1,0 +1,181 @@
+"""summary.md of a closed-loop suite: what each policy realized per family and world, against
+backfill and against the top rung of the ladder, and the ladder itself.
+
+Every figure is a median over the runs of a family and world kind (its instances and world
+seeds); a ratio is taken per run first (both policies replayed in the same drawn world), then
+its median. Failed runs are left out (see Failures)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from horizon_opt.bench.rows import Row, ok
+from horizon_opt.bench.suite import Suite
+from horizon_opt.bench.summary import failures, machine
+from horizon_opt.comparison_table import markdown_table
+
+BASE = "backfill"  # the online baseline "vs backfill" compares with
+
+Run = dict[str, Row]  # one closed-loop run's good rows, by policy
+Group = tuple[str, str]  # (family, world kind)
+
+
+def runs_by_group(rows: Sequence[Row]) -> dict[Group, list[Run]]:
+    """The good rows of each run, runs grouped by (family, world), in order of appearance."""
+    runs: dict[tuple[str, str, int], Run] = {}
+    groups: dict[Group, list[Run]] = {}
+    for r in rows:
+        key = (str(r["instance"]), str(r["world"]), int(r["seed"]))
+        if key not in runs:
+            runs[key] = {}
+            groups.setdefault((str(r["family"]), str(r["world"])), []).append(runs[key])
+        if ok(r):
+            runs[key][str(r["policy"])] = r
+    return groups
+
+
+def median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def ratios(runs: Sequence[Run], policy: str, base: str) -> list[float]:
+    """Per run: the policy's realized pwo over the base's (runs where both replayed and the
+    base realized something)."""
+    return [
+        float(r[policy]["realized_pwo"]) / float(r[base]["realized_pwo"])
+        for r in runs
+        if policy in r and base in r and float(r[base]["realized_pwo"]) > 0
+    ]
+
+
+def top_shares(rows: Sequence[Row], top: str) -> dict[Group, dict[str, float | None]]:
+    """Per (family, world) and policy: the median share of the top rung's realized pwo."""
+    policies = policy_order(rows)
+    return {
+        group: {p: median(ratios(runs, p, top)) for p in policies}
+        for group, runs in runs_by_group(rows).items()
+    }
+
+
+def policy_order(rows: Sequence[Row], suite: Suite | None = None) -> list[str]:
+    """The ladder order: the suite's policies, else the order of appearance."""
+    if suite is not None and suite.spec.loop is not None:
+        return list(suite.spec.loop.policies)
+    return list(dict.fromkeys(str(r["policy"]) for r in rows))
+
+
+def top_of(rows: Sequence[Row], suite: Suite | None = None) -> str:
+    """The top rung: the suite's, else the last policy."""
+    if suite is not None and suite.spec.loop is not None:
+        return suite.spec.loop.top_rung
+    order = policy_order(rows)
+    return order[-1] if order else "-"
+
+
+def _fmt(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> str:
+    return "-" if value is None else f"{format(scale * value, spec)}{unit}"
+
+
+def _med(runs: Sequence[Run], policy: str, key: str) -> float | None:
+    return median([float(r[policy][key]) for r in runs if policy in r])
+
+
+def policy_table(rows: Sequence[Row], top: str, order: Sequence[str]) -> str:
+    """Per family, world and policy: medians of realized pwo, of the per-run ratios to backfill
+    and to the top rung, SLO shortfall, preemptions, GPU-hours lost and plan time."""
+    lines: list[list[str]] = []
+    for (family, world), runs in runs_by_group(rows).items():
+        for p in order:
+            done = [r for r in runs if p in r]
+            if not done:
+                continue
+            vs_base = median(ratios(runs, p, BASE))
+            plan_max = max(float(r[p]["max_solver_seconds"]) for r in done)
+            lines.append(
+                [
+                    family,
+                    world,
+                    p,
+                    str(len(done)),
+                    _fmt(_med(runs, p, "realized_pwo"), ",.0f"),
+                    _fmt(None if vs_base is None else vs_base - 1, "+.1f", 100, "%"),
+                    _fmt(median(ratios(runs, p, top)), ".1f", 100, "%"),
+                    _fmt(_med(runs, p, "slo_short_share"), ".2f", 100, "%"),
+                    _fmt(_med(runs, p, "preemptions"), "g"),
+                    _fmt(_med(runs, p, "lost_gpu_hours"), ",.0f"),
+                    f"{_fmt(_med(runs, p, 'solver_seconds'), '.1f')} / {plan_max:.1f}",
+                ]
+            )
+    header = ["family", "world", "policy", "runs", "realized pwo", f"vs {BASE}"]
+    header += [f"share of {top}", "SLO short", "preemptions", "GPU-h lost"]
+    return markdown_table([*header, "plan s (total / max one)"], lines) + "\n"
+
+
+def ladder_table(rows: Sequence[Row], top: str, order: Sequence[str]) -> str:
+    """The ladder: a row per policy in ladder order, a column per (family, world), each cell the
+    median share of the top rung's realized pwo."""
+    shares = top_shares(rows, top)
+    header = ["policy", *(f"{family} / {world}" for family, world in shares)]
+    lines = [[p, *(_fmt(s.get(p), ".1f", 100, "%") for s in shares.values())] for p in order]
+    return markdown_table(header, lines) + "\n"
+
+
+def _settings(suite: Suite | None) -> list[str]:
+    """The header lines on how the suite replays (when the suite file is at hand)."""
+    if suite is None or suite.spec.loop is None:
+        return []
+    loop = suite.spec.loop
+    durations = (loop.replan_every, loop.freeze)
+    every, freeze = (f"{v:g} min" if isinstance(v, float | int) else v for v in durations)
+    return [
+        f"- suite: `{suite.path}`",
+        f"- re-plan every {every}, freeze {freeze}, stability {loop.stability:g}; the synthetic "
+        f"world's noise {loop.noise}",
+    ]
+
+
+def summarize_loop(
+    rows: Sequence[Row],
+    *,
+    suite: Suite | None = None,
+    top: str | None = None,
+    jobs: int | None = None,
+    seconds: float | None = None,
+) -> str:
+    """The markdown summary of a closed-loop results table; `top` defaults to the suite's top
+    rung, else the last policy."""
+    order = policy_order(rows, suite)
+    top = top if top is not None else top_of(rows, suite)
+    instances = {r["instance"] for r in rows}
+    worlds = list(dict.fromkeys(str(r["world"]) for r in rows))
+    runs = {(r["instance"], r["world"], r["seed"]) for r in rows}
+    seeds = sorted({int(r["seed"]) for r in rows})
+    limits = sorted({float(r["time_limit"]) for r in rows})
+    workers = sorted({int(r["workers"]) for r in rows})
+    head = [f"# Closed-loop benchmark summary{f': {suite.spec.name}' if suite else ''}", ""]
+    head += _settings(suite)
+    head += [
+        f"- {len(runs)} runs (instance x world x world seed: {len(instances)} instances, worlds "
+        f"{', '.join(worlds)}, seeds {', '.join(map(str, seeds))}) of {len(order)} policies "
+        f"({', '.join(order)})" + (f"; runs at once (--jobs): {jobs}" if jobs else ""),
+        f"- time limit per plan of an anytime solver (cpsat), s: "
+        f"{', '.join(f'{x:g}' for x in limits)}; cpsat workers {', '.join(map(str, workers))}",
+        f"- machine: {machine()}",
+        f"- written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}"
+        + (f", whole run {seconds / 60:.1f} min" if seconds is not None else ""),
+        "- a run replays every policy in the same drawn world; figures are medians over the "
+        f"runs of a family and world; vs {BASE} and share of {top} are realized pwo over "
+        "theirs in the same run, then the median; runs that failed are left out (see Failures)",
+        "",
+        f"## The ladder: share of {top}'s realized pwo",
+        "",
+        ladder_table(rows, top, order),
+        "## Policies by family and world",
+        "",
+        policy_table(rows, top, order),
+    ]
+    none = "None: every run replayed every policy (each plan it executed passes `check`)."
+    head += failures(rows, ("instance", "world", "seed"), none)
+    return "\n".join(head) + "\n"
