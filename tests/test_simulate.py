@@ -568,7 +568,7 @@ def test_format_table(replays: list[Replay]) -> None:
     assert set(lines[1].replace("|", "").split()) == {"---"}
     assert len(lines) == 2 + len(replays)
     assert [line.split("|")[1].strip() for line in lines[2:]] == [r.policy for r in replays]
-    assert lines[-1].startswith("| greedy-open | 48 | 48 | +0.0% | +0.0% | 60.0% |")
+    assert lines[-1].startswith("| greedy-open | 48 | 48 | +0.0% | +0.0% | - | 60.0% |")
 
 
 def test_plot_realized(toy: Instance, replays: list[Replay]) -> None:

@@ -20,6 +20,7 @@ from horizon_opt.cli import app
 from horizon_opt.instance import Instance, compile_instance
 from horizon_opt.simulate import Noise, Replay, draw_world, policy, replay, simulate
 from horizon_opt.simulate.audit import actual_spec, ran_plan, told_spec
+from horizon_opt.simulate.report import format_table, rows
 from horizon_opt.solvers import SolveOptions
 
 FAST = SolveOptions(time_limit=1.0, workers=2, seed=0)
@@ -221,3 +222,18 @@ def test_actual_refuses_a_bad_world_file(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "nope" in result.output and "Traceback" not in result.output
     assert not out.exists()
+
+
+def test_rows_give_the_share_of_the_top_rung() -> None:
+    """QUEUE-like: `later` arrives at slot 1 and is worth more than `now`; only a planner told
+    the arrival keeps the node for it, so the oracle realizes 24 and backfill 16 (2/3 of it)."""
+    inst = one(
+        {"id": "now", "priority": 1, "gpus": 4, "duration": 4},
+        {"id": "later", "priority": 2, "gpus": 4, "duration": 3, "release": 1, "deadline": 4},
+    )
+    replays = simulate(inst, [policy("backfill", 2, 0), policy("greedy-oracle", 2, 0)], world(inst))
+    table = {row["policy"]: row for row in rows(replays)}
+    assert (replays[0].realized_pwo, replays[1].realized_pwo) == (16.0, 24.0)
+    assert table["backfill"]["of_top"] == pytest.approx(16 / 24)
+    assert table["greedy-oracle"]["of_top"] == 1.0
+    assert "| 66.7% |" in format_table(replays)

@@ -19,15 +19,24 @@ if TYPE_CHECKING:
 BASELINES = ("fifo", "backfill")  # realized pwo is also given relative to these, when replayed
 
 
+def top_rung(replays: Sequence[Replay]) -> Replay | None:
+    """The first replay of a policy told every arrival and run time (`-oracle`), if any."""
+    return next((r for r in replays if r.policy.endswith("-oracle")), None)
+
+
 def rows(replays: Sequence[Replay]) -> list[dict[str, Any]]:
-    """One flat row per policy (no per-slot series), with pwo relative to the baselines."""
+    """One flat row per policy (no per-slot series), with pwo relative to the baselines and,
+    when an `-oracle` policy was replayed, as a share of that top rung."""
     realized = {r.policy: r.realized_pwo for r in replays}
+    top = top_rung(replays)
     out = []
     for r in replays:
         row = {f.name: getattr(r, f.name) for f in fields(r) if f.name not in Replay.SERIES}
         for base in BASELINES:
             if base in realized and realized[base] > 0:
                 row[f"vs_{base}"] = r.realized_pwo / realized[base] - 1
+        if top is not None and top.realized_pwo > 0:
+            row["of_top"] = r.realized_pwo / top.realized_pwo
         out.append(row)
     return out
 
@@ -46,10 +55,14 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:+.1f}%"
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
 def format_table(replays: Sequence[Replay]) -> str:
     """A markdown table: what each policy realized, and what its plans cost to make."""
     head = (
-        "| policy | planned pwo | realized pwo | vs fifo | vs backfill | utilization | "
+        "| policy | planned pwo | realized pwo | vs fifo | vs backfill | of top rung | utilization | "
         "preemptions (GPU-h lost) | SLO short | moved / re-plan | plans | solver s |"
     )
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
@@ -57,7 +70,8 @@ def format_table(replays: Sequence[Replay]) -> str:
         planned = "-" if r.planned_pwo is None else f"{r.planned_pwo:,.0f}"
         lines.append(
             f"| {r.policy} | {planned} | {r.realized_pwo:,.0f} | {_pct(row.get('vs_fifo'))} | "
-            f"{_pct(row.get('vs_backfill'))} | {100 * r.realized_utilization:.1f}% | "
+            f"{_pct(row.get('vs_backfill'))} | {_share(row.get('of_top'))} | "
+            f"{100 * r.realized_utilization:.1f}% | "
             f"{r.preemptions} ({r.lost_gpu_hours:,.0f}) | {100 * r.slo_short_share:.2f}% | "
             f"{r.mean_moved:.1f} | {r.decisions} | {r.solver_seconds:,.1f} |"
         )
