@@ -29,7 +29,8 @@ from horizon_opt.cli import app
 from horizon_opt.errors import InputError
 from horizon_opt.instance import Instance
 from horizon_opt.simulate import policy, simulate
-from horizon_opt.simulate.world import Noise, world_for
+from horizon_opt.simulate.world import Noise
+from horizon_opt.simulate.worlds import world_for
 
 POLICIES = ["fifo", "backfill", "greedy", "greedy-open"]
 TIMINGS = {"wall_seconds", "peak_mib", "solver_seconds", "max_solver_seconds"}  # vary by run

@@ -22,8 +22,9 @@ from horizon_opt.errors import InputError
 from horizon_opt.instance import Instance, compile_instance
 from horizon_opt.io import parse_spec
 from horizon_opt.simulate.trace_world import trace_model
-from horizon_opt.simulate.world import Noise, World, world_for
+from horizon_opt.simulate.world import Noise, World
 from horizon_opt.simulate.world_file import MAX_PROBLEMS, WORLD_FORMAT, read_world, write_world
+from horizon_opt.simulate.worlds import world_for
 
 ROOT = Path(__file__).parents[1]
 ESTIMATES_H = (2, 8, 24, 48)  # on round limits that the packaged trace fills well

@@ -54,8 +54,8 @@ from horizon_opt.replan import DEFAULT_FREEZE_MINUTES, MAX_STABILITY, replan
 from horizon_opt.simulate import Noise, policy, simulate
 from horizon_opt.simulate.audit import audit_files, write_audit
 from horizon_opt.simulate.report import format_table, plot_realized, to_csv
-from horizon_opt.simulate.world import WORLDS, world_for
 from horizon_opt.simulate.world_file import read_world, write_world
+from horizon_opt.simulate.worlds import WORLDS, world_for
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
 from horizon_opt.solvers.options import MAX_SEED, default_workers
 from horizon_opt.spec import InstanceSpec

@@ -16,7 +16,8 @@ from horizon_opt.generate import SIZES
 from horizon_opt.instance import duration_minutes
 from horizon_opt.io import read_yaml, validation_problems
 from horizon_opt.simulate.policy import policy
-from horizon_opt.simulate.world import WORLDS, Noise
+from horizon_opt.simulate.world import Noise
+from horizon_opt.simulate.worlds import WORLDS
 from horizon_opt.solvers import SOLVERS
 
 DEFAULT_SOLVERS = tuple(SOLVERS)  # what a suite without `solvers` runs: every solver

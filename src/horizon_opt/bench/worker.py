@@ -19,7 +19,7 @@ from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.metrics import evaluate
 from horizon_opt.simulate import simulate
 from horizon_opt.simulate.report import rows as replay_rows
-from horizon_opt.simulate.world import world_for
+from horizon_opt.simulate.worlds import world_for
 from horizon_opt.solvers import Progress, SolveOptions, solve
 
 

@@ -2,7 +2,7 @@
 
 Planners see estimates and a forecast; the replay executes their plans against draws from this
 model, the same draws for every policy (one seeded stream per instance and seed). Two kinds of
-drawn world (`world_for`), and worlds read from a file (`simulate/world_file.py`):
+drawn world (`worlds.world_for`), and worlds read from a file (`simulate/world_file.py`):
 
 - `synthetic`, the `Noise` model. Users' estimates are time limits, so a job never runs past its
   estimate (Slurm kills it at its limit). A share `fail` of jobs fails after a uniform 5-90% of
@@ -125,20 +125,3 @@ def draw_world(instance: Instance, noise: Noise, seed: int) -> World:
         else:
             share[job.id] = 1.0
     return World(share, frozenset(fails), draw_demand(instance, rng, noise.demand))
-
-
-WORLDS = ("synthetic", "trace")  # the kinds of drawn world `world_for` knows
-
-
-def world_for(instance: Instance, kind: str, seed: int, noise: Noise | None = None) -> World:
-    """The drawn world of `kind` for `instance`: `synthetic` (the `noise` model above) or
-    `trace` (run times, failures and cancellations shaped by real traces; of `noise` it takes
-    only `demand`, since the traces say nothing of the instance's forecasts)."""
-    noise = noise or Noise()
-    if kind == "synthetic":
-        return draw_world(instance, noise, seed)
-    if kind == "trace":
-        from horizon_opt.simulate.trace_world import draw_trace_world  # it builds on this module
-
-        return draw_trace_world(instance, seed, noise.demand)
-    raise InputError([f"--world: unknown world {kind!r}; use one of {', '.join(WORLDS)}"])

@@ -1,0 +1,22 @@
+"""The kinds of drawn world a replay can run in, by name (`--world`, a loop suite's `worlds`)."""
+
+from __future__ import annotations
+
+from horizon_opt.errors import InputError
+from horizon_opt.instance import Instance
+from horizon_opt.simulate.trace_world import draw_trace_world
+from horizon_opt.simulate.world import Noise, World, draw_world
+
+WORLDS = ("synthetic", "trace")
+
+
+def world_for(instance: Instance, kind: str, seed: int, noise: Noise | None = None) -> World:
+    """The drawn world of `kind` for `instance`: `synthetic` (the `noise` model) or `trace`
+    (run times, failures and cancellations shaped by real traces; of `noise` it takes only
+    `demand`, since the traces say nothing of the instance's forecasts)."""
+    noise = noise or Noise()
+    if kind == "synthetic":
+        return draw_world(instance, noise, seed)
+    if kind == "trace":
+        return draw_trace_world(instance, seed, noise.demand)
+    raise InputError([f"--world: unknown world {kind!r}; use one of {', '.join(WORLDS)}"])
