@@ -491,7 +491,12 @@ def simulate_cmd(
         if charts:
             save_figure(plot_realized(inst, replays), out / "realized.png")
     typer.echo(summary)
-    typer.echo(f"written: {', '.join(str(out / f) for f in files)}")
+    shared = [f for f in files if f not in audits]
+    typer.echo(f"written: {', '.join(str(out / f) for f in shared)}")
+    audit = out / "POLICY"
+    typer.echo(
+        f"what really ran, per policy: {audit}.actual.yaml and {audit}.ran.json (check them)"
+    )
 
 
 @app.command("check")
