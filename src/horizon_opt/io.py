@@ -322,12 +322,15 @@ def read_input(path: str | os.PathLike[str], error: type[InputError] = InputErro
         raise error([f"{file}: {exc}"]) from None
 
 
-def read_yaml(path: str | os.PathLike[str], error: type[InputError] = InputError) -> Any:
-    """Parsed YAML of a file; an unreadable file or bad YAML raises `error` naming the file."""
+def read_yaml(
+    path: str | os.PathLike[str], error: type[InputError] = InputError, loader: Any = _YAML_LOADER
+) -> Any:
+    """Parsed YAML of a file; an unreadable file or bad YAML raises `error` naming the file.
+    `loader`: a stricter YAML loader (e.g. one that refuses a key named twice)."""
     file = Path(path)
     text = read_input(file, error)
     try:
-        return yaml.load(text, Loader=_YAML_LOADER)
+        return yaml.load(text, Loader=loader)
     except RecursionError:
         raise error([f"{file}: not valid YAML: nested too deeply"]) from None
     except (yaml.YAMLError, ValueError, OverflowError) as exc:  # ValueError: e.g. month 13

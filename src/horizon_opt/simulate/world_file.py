@@ -19,7 +19,7 @@ import yaml
 
 from horizon_opt.errors import InputError
 from horizon_opt.instance import FloatArray, Instance
-from horizon_opt.io import read_input, write_atomic
+from horizon_opt.io import read_yaml, write_atomic
 from horizon_opt.simulate.world import World
 from horizon_opt.spec import MAX_DEMAND, show
 
@@ -59,17 +59,6 @@ class _UniqueKeyLoader(_BaseLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep)
-
-
-def _load(file: Path) -> Any:
-    """Parsed YAML (or JSON) of a world file; bad text raises InputError naming the file."""
-    text = read_input(file)
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except RecursionError:
-        raise InputError([f"{file}: not valid YAML: nested too deeply"]) from None
-    except (yaml.YAMLError, ValueError, OverflowError) as exc:  # ValueError: e.g. month 13
-        raise InputError([f"{file}: not valid YAML: {exc}"]) from None
 
 
 def _number(value: Any) -> float | None:
@@ -214,7 +203,7 @@ def read_world(path: str | os.PathLike[str], instance: Instance) -> World:
     """The world a world file gives for `instance`; any problem raises InputError, one line per
     problem, each naming the file and the field."""
     file = Path(path)
-    data = _load(file)
+    data = read_yaml(file, loader=_UniqueKeyLoader)
     if not isinstance(data, dict):
         raise InputError(
             [f"{file}: (top level): expected a mapping of fields, got {type(data).__name__}"]
