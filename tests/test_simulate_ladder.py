@@ -237,3 +237,25 @@ def test_rows_give_the_share_of_the_top_rung() -> None:
     assert table["backfill"]["of_top"] == pytest.approx(16 / 24)
     assert table["greedy-oracle"]["of_top"] == 1.0
     assert "| 66.7% |" in format_table(replays)
+
+
+@pytest.mark.parametrize("name", ["backfill-value", "greedy-runtimes", "cpsat-oracle"])
+def test_every_plan_the_replay_executes_is_checked(
+    demo: Instance, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay checks each plan against the state it was made for before executing it: one
+    check per decision, every one without a violation."""
+    import horizon_opt.simulate.engine as engine
+
+    verdicts: list[int] = []
+
+    def spy(instance: Instance, plan: ho.Plan) -> list[object]:
+        found = ho.check(instance, plan)
+        verdicts.append(len(found))
+        return found
+
+    monkeypatch.setattr(engine, "check", spy)
+    w = draw_world(demo, Noise(early=0.6, fail=0.2, demand=0.3), seed=2)
+    (r,) = simulate(demo, [policy(name, 8, 4)], w, SolveOptions(time_limit=0.5, workers=1))
+    assert len(verdicts) == r.decisions > 0
+    assert set(verdicts) == {0}
