@@ -7,11 +7,6 @@ then by preempting the lowest-value batch jobs on its pool (they lose their prog
 again), and what it still cannot get is SLO shortfall; then the jobs the plan starts at this slot
 start, if their GPUs are still free. Planners see only the jobs released so far, the running
 jobs as placed, and the demand forecast.
-
-A `-predict` policy's planners see run times predicted from the runs that have ended so far
-(`predict.Predictor`), and each running job placed until its predicted end. Its plans may start
-a job whose limit runs past the horizon, betting that it ends in time: a run the horizon stops
-is logged as stopped there, like a preempted run, having earned nothing within the horizon.
 """
 
 from __future__ import annotations
@@ -33,7 +28,6 @@ from horizon_opt.plan import Plan
 from horizon_opt.replan import replan
 from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.policy import Policy
-from horizon_opt.simulate.predict import Predictor, predicted_spec
 from horizon_opt.simulate.world import World
 from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.solvers import SolveOptions, solve
@@ -92,20 +86,11 @@ class _Replayer:
             )
         self.inst = instance
         self.world = world
-        self.demands = {s.index: s.demand.tolist() for s in instance.services}
-        # What the planners are told: the estimates, the actual run times (`-runtimes`), or the
-        # predicted ones (`-predict`: compiled again whenever the predictions change).
+        demands = {s.index: s.demand.tolist() for s in instance.services}
+        # What the planners are told: the estimates, or the actual run times (`-runtimes`).
         self.told = instance
         if policy.knows_runtimes:
-            self.told = compile_instance(told_spec(instance, world), self.demands)
-        self.predictor = Predictor() if policy.predicts_runtimes else None
-        self.kinds = sorted({j.kind for j in instance.jobs})
-        self.predicted: tuple[object, ...] = ()  # what `told` predicts (see `predict`)
-        # per pool: the last slot at which one of its nodes is down (-1: none)
-        self.last_down = [
-            int(np.flatnonzero(~instance.up[p.node_range].all(axis=0)).max(initial=-1))
-            for p in instance.pools
-        ]
+            self.told = compile_instance(told_spec(instance, world), demands)
         self.order = topological_order(instance)
         self.policy = policy
         self.options = options
@@ -152,43 +137,14 @@ class _Replayer:
     def state(self, t: int) -> Instance:
         """The instance the planner sees at `t`: the known jobs (a known job waits only for
         known or done jobs, so leaving the rest out drops just the done ones from `after`), the
-        running ones placed where they run (until their predicted end, for `-predict`)."""
-        running = {
-            j: Running(run.pool, run.start, run.gpus, self.predicted_end(run, t))
-            for j, run in self.running.items()
-        }
-        self.predict(t)
+        running ones placed where they run."""
+        running = {j: Running(run.pool, run.start, run.gpus) for j, run in self.running.items()}
         try:
             return instance_at(self.told, t, self.known(t), running)
         except InstanceError as exc:  # the replay only builds states that its plans allow
             raise RuntimeError(
                 f"internal error: the state at slot {t} does not compile: {exc}"
             ) from exc
-
-    def predicted_end(self, run: _Run, t: int) -> int | None:
-        """A running job's end as the planner sees it: its estimate (None) unless the policy
-        predicts run times; never past the horizon, which stops every run."""
-        if self.predictor is None:
-            return None
-        job = self.inst.jobs[run.job]
-        end = self.predictor.end(job.kind, job.durations[run.pool], run.start, t)
-        return min(end, self.inst.slots)
-
-    def predict(self, t: int) -> None:
-        """The predicted instance at `t`, compiled again only if the predictions changed: a
-        compile per decision would cost more than most plans.
-
-        On a pool with an outage after `t` the planner keeps the limits, as Slurm keeps a job
-        whose limit overlaps a maintenance reservation from starting: a job must not be running,
-        by its limit, when its nodes go down. So a running job's limit never crosses an outage."""
-        if self.predictor is None:
-            return
-        limited = tuple(p for p, last in enumerate(self.last_down) if last > t)
-        key = (*(self.predictor.share(k) for k in self.kinds), limited)
-        if key != self.predicted:
-            self.predicted = key
-            spec = predicted_spec(self.inst, self.predictor, limited)
-            self.told = compile_instance(spec, self.demands)
 
     # -- deciding --------------------------------------------------------------------------------
 
@@ -260,8 +216,6 @@ class _Replayer:
             self.gone.add(j)
             user = job.id in self.world.cancels
             self.record(run, "cancelled" if user else "failed" if run.fails else "completed")
-            if self.predictor is not None:
-                self.predictor.observe(job.kind, run.end - run.start, job.durations[run.pool])
             if run.fails:
                 self.failed += 1
                 self.user_cancelled += user
@@ -378,17 +332,13 @@ class _Replayer:
     def run(self) -> Replay:
         inst, policy = self.inst, self.policy
         batch = serving = available = demand = short = 0.0
-        # slots that tell the planner something new: releases and, for -predict, the slots after
-        # which a pool's predictions hold (its last outage is over)
-        news = {j.release for j in inst.jobs}
-        if self.predictor is not None:
-            news |= {last + 1 for last in self.last_down if last >= 0}
+        releases = {j.release for j in inst.jobs}
         event = True
         by_slot: list[float] = []
         for t in range(inst.slots):
             event |= self.end_jobs(t)
             by_slot.append(self.realized)
-            event |= t in news
+            event |= t in releases
             due = policy.due(t)
             if due or (event and not policy.open_loop):
                 self.decide(t, due)
@@ -409,8 +359,6 @@ class _Replayer:
             demand += wanted
             short += missing
         self.end_jobs(inst.slots)  # the jobs that end with the horizon
-        for run in self.running.values():  # a -predict bet that its run ended in time lost
-            self.record(run, "preempted", end=inst.slots)
         by_slot.append(self.realized)
         return Replay(
             policy=policy.name,

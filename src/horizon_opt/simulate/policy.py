@@ -13,9 +13,6 @@ The oracle ladder: the same solver, planning when it would (online or periodic),
 the future than it could know: `<solver>-runtimes` each job's actual run time instead of its
 estimate, `<solver>-arrivals` every job of the horizon before its release, `<solver>-oracle`
 both, the top rung. The rungs measure what foresight is worth; none is told the actual demand.
-
-Without foresight, `<solver>-predict` plans as its solver does with run times predicted from the
-jobs that have ended so far instead of the estimates (`simulate/predict.py`).
 """
 
 from __future__ import annotations
@@ -26,8 +23,7 @@ from horizon_opt.errors import InputError
 from horizon_opt.solvers import SOLVERS
 
 ONLINE = ("fifo", "fifo-elastic", "backfill", "backfill-static", "backfill-value")
-# told beyond what it has seen, or (-predict) predicting run times from what it has seen
-SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle", "-predict")
+SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle")  # told beyond what it has seen
 
 
 @dataclass(frozen=True)
@@ -41,7 +37,6 @@ class Policy:
     stability: float = 0.0  # the re-plans' stability weight (see `replan`)
     knows_runtimes: bool = False  # planners see each job's actual run time, not its estimate
     knows_arrivals: bool = False  # planners see every job of the horizon before its release
-    predicts_runtimes: bool = False  # planners see run times learned from the ended jobs
 
     @property
     def online(self) -> bool:
@@ -64,24 +59,16 @@ def policy(name: str, every: int, freeze: int, stability: float = 0.0) -> Policy
             [
                 f"--policy: unknown policy {name!r}; use a solver ({', '.join(SOLVERS)}), "
                 "optionally with -open (one plan knowing every arrival, executed as planned), "
-                "-runtimes (told the actual run times), -arrivals (told every arrival), "
-                "-oracle (both) or -predict (run times predicted from the jobs ended so far)"
+                "-runtimes (told the actual run times), -arrivals (told every arrival) or "
+                "-oracle (both)"
             ]
         )
     if suffix == "-open":
         return Policy(name, solver, None, open_loop=True, knows_arrivals=True)
     runtimes = suffix in ("-runtimes", "-oracle")
     arrivals = suffix in ("-arrivals", "-oracle")
-    predicts = suffix == "-predict"
     if solver in ONLINE:
-        return Policy(
-            name,
-            solver,
-            None,
-            knows_runtimes=runtimes,
-            knows_arrivals=arrivals,
-            predicts_runtimes=predicts,
-        )
+        return Policy(name, solver, None, knows_runtimes=runtimes, knows_arrivals=arrivals)
     return Policy(
         name,
         solver,
@@ -90,5 +77,4 @@ def policy(name: str, every: int, freeze: int, stability: float = 0.0) -> Policy
         stability=stability,
         knows_runtimes=runtimes,
         knows_arrivals=arrivals,
-        predicts_runtimes=predicts,
     )
