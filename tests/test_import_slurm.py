@@ -705,20 +705,9 @@ def test_running_jobs_that_fill_a_node_beyond_its_gpus() -> None:
             "reserved in the plan; left out",
         ),
         (
-            {"nodes": "g01,s01", "tres_per_node": "gres/gpu:4", "node_count": wrap(2)},
-            "1: nodes: runs on nodes of pools h100, l4: a gang runs in one pool; its GPUs are "
-            "not reserved in the plan; left out",
-        ),
-        (
-            {"nodes": "g[01-02]", "tres_per_node": "gres/gpu:4", "node_count": wrap(2)},
-            "1: gres_detail: holds GPUs h100-0: 4, h100-1: 4 of pool h100 (8 per node); the "
-            "instance holds a gang on one node or on whole nodes: its GPUs are not reserved in "
-            "the plan; left out",
-        ),
-        (
-            {"nodes": "g[01-02]", "tres_alloc_str": "gres/gpu=3", "tres_per_node": ""},
-            "1: nodes: 3 GPUs do not split evenly over its 2 nodes: its GPUs are not reserved "
-            "in the plan; left out",
+            {"nodes": "g01", "gres_detail": ["gpu:h100:9(IDX:0-8)"]},
+            "1: gres_detail: holds 9 GPUs of g01, which has 8 in the cluster file: its GPUs "
+            "are not reserved in the plan (fix gpus_per_node); left out",
         ),
         (
             {"nodes": "", "tres_per_node": "gres/gpu:1"},
@@ -734,6 +723,109 @@ def test_running_jobs_the_instance_cannot_hold(fields: dict[str, Any], note: str
     result = run(running(**fields), job(2))
     assert list(jobs_of(result)) == ["2"]
     assert notes_of(result) == [note]
+
+
+def spread(job_id: int = 1, **fields: Any) -> dict[str, Any]:
+    """`sbatch -N2 --gpus-per-node=1`, running on g01 and g02 (8-GPU nodes)."""
+    return running(
+        job_id, nodes="g[01-02]", node_count=wrap(2), tres_per_node="gres/gpu:1", **fields
+    )
+
+
+def test_a_running_job_thinner_than_its_nodes_is_held_one_part_per_node() -> None:
+    result = run(spread(gres_detail=["gpu:1(IDX:3)", "gpu:1(IDX:5)"]))
+    parts = jobs_of(result)
+    assert list(parts) == ["1@g01", "1@g02"]
+    assert [p["placed"]["gpus"] for p in parts.values()] == [{"h100-0": [3]}, {"h100-1": [5]}]
+    assert {p["gpus"] for p in parts.values()} == {1}
+    assert {(p["placed"]["start"], p["placed"]["end"], p["priority"]) for p in parts.values()} == {
+        ("2026-12-01T10:10:00Z", "2026-12-01T11:10:00Z", 10)
+    }
+    assert notes_of(result) == [
+        "1: gres_detail: holds GPUs g01: 1, g02: 1 (nodes of 8 GPUs), which the placement rule "
+        "cannot hold as one gang (one node, or whole nodes): placed as 2 parts, one per node "
+        "(<id>@<host>), so its GPUs stay held"
+    ]
+    instance = result.compile()
+    assert instance.placed_gpus[:, 2].tolist() == [1, 1, 0]  # both GPUs held at now
+
+
+@pytest.mark.parametrize(
+    ("fields", "held", "note"),
+    [
+        (
+            {"nodes": "g01,s01", "tres_per_node": "gres/gpu:4", "node_count": wrap(2)},
+            {"1@g01": {"h100-0": [0, 1, 2, 3]}, "1@s01": {"l4-0": [0, 1, 2, 3]}},
+            "1: gres_detail: holds GPUs g01: 4, s01: 4 (nodes of 8/4 GPUs)",
+        ),
+        (
+            {"nodes": "g[01-02]", "tres_alloc_str": "gres/gpu=3", "tres_per_node": ""},
+            {"1@g01": {"h100-0": [0, 1]}, "1@g02": {"h100-1": [0, 1]}},
+            "1: nodes: 3 GPUs do not split evenly over its 2 nodes and gres_detail does not say "
+            "how they sit: held as 2 on each (at most that many on any one)",
+        ),
+    ],
+)
+def test_running_jobs_over_two_pools_or_split_unevenly_are_held_per_node(
+    fields: dict[str, Any], held: dict[str, Any], note: str
+) -> None:
+    result = run(running(**fields))
+    assert {k: j["placed"]["gpus"] for k, j in jobs_of(result).items()} == held
+    assert notes_of(result)[0].startswith(note)
+    result.compile()
+
+
+def test_a_job_after_a_running_job_held_in_parts_runs_after_every_part() -> None:
+    result = run(spread(7), job(8, dependency="afterok:7(unfulfilled)"))
+    assert jobs_of(result)["8"]["after"] == ["7@g01", "7@g02"]
+    instance = result.compile()
+    plan = horizon_opt.solve(instance, "greedy")
+    assert not horizon_opt.check(instance, plan)
+
+
+def test_a_part_the_planner_refuses_takes_its_whole_job_with_it() -> None:
+    cluster = small_cluster(outages=[{"node": "h100-1", "start": 0, "end": 3}])
+    result = run(spread(), job(2), cluster=cluster)
+    assert list(jobs_of(result)) == ["2"]
+    note = notes_of(result)[-1]
+    assert note.startswith("1: instance: the planner refuses it (its part 1@g02): placed.gpus:")
+    assert note.endswith("; left out")
+
+
+def test_spread_fixture_round_trip_and_no_double_booking(cluster: ClusterFile) -> None:
+    """tests/data/slurm/squeue-spread.json: 2001 is `-N2 --gpus-per-node=1` on the two 4-GPU
+    a100 nodes, 2004 two GPUs on each of two 8-GPU h100 nodes; 2003 wants both a100 nodes whole,
+    so a plan may start it only once 2001 has ended."""
+    result = import_slurm(load("squeue-spread.json"), cluster, squeue_source="spread.json")
+    jobs = jobs_of(result)
+    assert sorted(jobs) == [
+        "2001@gpu-a100-01",
+        "2001@gpu-a100-02",
+        "2002",
+        "2003",
+        "2004@gpu-h100-03",
+        "2004@gpu-h100-04",
+    ]
+    assert jobs["2002"]["after"] == ["2001@gpu-a100-01", "2001@gpu-a100-02"]
+    instance = result.compile()
+    plan = horizon_opt.solve(instance, "greedy")
+    assert not horizon_opt.check(instance, plan)
+    ends = instance.jobs[instance.job_index["2001@gpu-a100-01"]].placed
+    assert ends is not None
+    start = {a.job: a.start for a in plan.assignments}
+    assert start["2003"] >= ends.end
+    early = plan.model_copy(
+        update={
+            "assignments": [
+                a.model_copy(update={"start": instance.now, "end": instance.now + a.end - a.start})
+                if a.job == "2003"
+                else a
+                for a in plan.assignments
+            ]
+        }
+    )
+    problems = [str(v) for v in horizon_opt.check(instance, early)]
+    assert any("2001@gpu-a100-0" in p for p in problems), problems
 
 
 def test_running_job_times_are_clipped_to_the_horizon() -> None:

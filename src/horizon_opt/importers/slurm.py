@@ -20,6 +20,7 @@ read.
 | `deadline` (epoch s; 0 or unset = none) | `deadline` (ISO): the job ends by then (Slurm cancels it when it cannot) |
 | `dependency` (`afterok:12(unfulfilled),afterany:13_*`) | `after`: afterok and afterany on jobs of the import |
 | `start_time`, `nodes` (hostlist), `gres_detail` `IDX` | running: `placed: {pool, start, end, gpus}`, `end = start + duration`; host names map through the pools' `node_names` |
+| a running job whose GPUs per node the placement rule cannot hold (`-N2 --gpus-per-node=1`) | one placed job per node, `<id>@<host>` (importers/parts.py), noted; its dependents run after every part |
 | `last_update` (top level, epoch s) | `now`: the snapshot |
 
 Every job of the payload is in the instance or in a note that says why not, and the instance
@@ -42,6 +43,7 @@ from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document
+from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.importers.source import read_json
 from horizon_opt.instance import compile_instance
@@ -663,6 +665,7 @@ class _Job:
     placed: dict[str, Any] | None = None
     nodes: dict[str, int] = field(default_factory=dict)  # running: node -> GPUs held
     known: dict[str, list[int]] | None = None  # running: node -> indices from gres_detail
+    whole: str = ""  # the payload's job id: a part's whole job (importers/parts.py), else its own
 
 
 def _type_matches(kind: str, pool_name: str, gpu_type: str) -> bool:
@@ -714,6 +717,7 @@ class _Importer:
         self.task_of: dict[str, str] = {}  # an array task's own job id -> "<array>_<task>"
         self.seen: set[str] = set()
         self.order: dict[str, int] = {}  # a job's (or record's) place in the payload
+        self.parts: dict[str, list[str]] = {}  # a running job held per node -> its parts' ids
 
     # ---- helpers
 
@@ -765,9 +769,9 @@ class _Importer:
                 self.note(job_id, "job_id", "listed twice in the payload: the first is imported")
                 continue
             self.seen.add(job_id)
-            job = self.job(rec, job_id, running=base == "RUNNING", held=bool(flags & _HELD_FLAGS))
-            if job is not None:
-                self.jobs.append(job)
+            self.jobs += self.job(
+                rec, job_id, running=base == "RUNNING", held=bool(flags & _HELD_FLAGS)
+            )
 
     def task_ids(self, rec: _Record) -> list[str]:
         """The ids a record stands for: one, or a pending array record's tasks."""
@@ -939,13 +943,18 @@ class _Importer:
         G = p.gpus_per_node
         return gpus <= G or (gpus % G == 0 and gpus // G <= p.nodes)
 
-    def job(self, rec: _Record, job_id: str, running: bool, held: bool) -> _Job | None:
+    def job(self, rec: _Record, job_id: str, running: bool, held: bool) -> list[_Job]:
+        """The record's job: one pending job, a running one (or its parts), or none (noted)."""
         if rec.state_reason == "DependencyNeverSatisfied":
             self.skip(job_id, "state_reason", "DependencyNeverSatisfied: it can never start")
-            return None
+            return []
         gpus = self.gpus(rec, job_id, running)
         if running:
             return self.running(rec, job_id, gpus)
+        pending = self.pending(rec, job_id, held, gpus)
+        return [] if pending is None else [pending]
+
+    def pending(self, rec: _Record, job_id: str, held: bool, gpus: Gpus | None) -> _Job | None:
         if gpus is None:
             self.skip(job_id, "gres", "asks for no GPUs (the planner plans GPU work)")
             return None
@@ -964,7 +973,7 @@ class _Importer:
             self.note(
                 job_id, "eligible_time", f"eligible from {iso(release)} (--begin): released then"
             )
-        job = _Job(job_id, rec, gpus.count, minutes, pools, release)
+        job = _Job(job_id, rec, gpus.count, minutes, pools, release, whole=job_id)
         if rec.deadline is not None:
             if rec.deadline <= self.snapshot or self.slot(rec.deadline, up=False) < self.slot(
                 release, up=True
@@ -988,7 +997,64 @@ class _Importer:
             self.note(job_id, "priority", "unset: planned at priority 1")
         return job
 
-    def running(self, rec: _Record, job_id: str, gpus: Gpus | None) -> _Job | None:
+    def running(self, rec: _Record, job_id: str, gpus: Gpus | None) -> list[_Job]:
+        """A running job, placed where it runs: one job, or one part per node when the
+        placement rule cannot hold its GPUs as one gang (see importers/parts.py)."""
+        held = self.held(rec, job_id, gpus)
+        if held is None:
+            return []
+        counts, known, host_of = held
+        pool = self.pools[self.pool_of[next(iter(counts))]]
+        G = pool.gpus_per_node
+        if known is not None:
+            bad = [n for n, idx in known.items() if max(idx, default=0) >= self.per_node[n]]
+            if bad:
+                self.note(
+                    job_id,
+                    "gres_detail",
+                    f"GPU index beyond {self.per_node[bad[0]] - 1} on {bad[0]}: ignored",
+                )
+                known = None
+        minutes, start, ends = self.run_times(rec, job_id)
+        release = min(max(rec.submit_time or start, self.start), start)
+        priority = rec.priority if isinstance(rec.priority, int) else 0
+        deadline = None
+        if rec.deadline is not None:
+            if self.slot(rec.deadline, up=False) < self.slot(release, up=True):
+                self.note(job_id, "deadline", f"{iso(rec.deadline)} is before its start: dropped")
+            else:
+                deadline = rec.deadline
+        if holds_as_one_gang(counts, self.pool_of, pool.nodes, G):
+            shares = [(job_id, counts)]
+        else:
+            self.note(
+                job_id,
+                "gres_detail",
+                split_note(
+                    {host_of[n]: c for n, c in counts.items()},
+                    {host_of[n]: self.per_node[n] for n in counts},
+                ),
+            )
+            shares = [(part_id(job_id, host_of[n]), {n: c}) for n, c in counts.items()]
+            self.parts[job_id] = [s for s, _ in shares]
+        jobs = []
+        for share_id, nodes in shares:
+            pool_name = self.pool_of[next(iter(nodes))]
+            job = _Job(share_id, rec, sum(nodes.values()), minutes, [pool_name], release)
+            job.placed = {"pool": pool_name, "start": iso(start), "end": iso(ends)}
+            job.nodes = nodes
+            job.known = None if known is None else {n: known[n] for n in nodes if n in known}
+            job.priority, job.deadline = priority, deadline
+            job.whole = job_id
+            self.order.setdefault(share_id, rec.index)
+            jobs.append(job)
+        return jobs
+
+    def held(
+        self, rec: _Record, job_id: str, gpus: Gpus | None
+    ) -> tuple[dict[str, int], dict[str, list[int]] | None, dict[str, str]] | None:
+        """GPUs a running job holds per instance node, their indices when gres_detail says,
+        and each node's host name; None (noted) when it holds none the plan can see."""
         try:
             hosts = expand_hostlist(rec.nodes)
         except ValueError as exc:
@@ -1011,20 +1077,10 @@ class _Importer:
             )
             return None
         nodes = [self.hosts[h] for h in hosts]
+        host_of = dict(zip(nodes, hosts, strict=True))
         counts: dict[str, int] = {}
         known: dict[str, list[int]] | None = {}
-        details: list[NodeGpus] | None = None
-        if rec.gres_detail and len(rec.gres_detail) == len(hosts):
-            try:
-                details = [parse_gres_detail(d) for d in rec.gres_detail]
-            except ValueError as exc:
-                self.note(job_id, "gres_detail", f"{exc}: ignored")
-        elif rec.gres_detail:
-            self.note(
-                job_id,
-                "gres_detail",
-                f"{len(rec.gres_detail)} entries for {len(hosts)} nodes: ignored",
-            )
+        details = self.details(rec, job_id, len(hosts))
         if details is not None and any(d.count for d in details):
             for node, d in zip(nodes, details, strict=True):
                 if d.count:
@@ -1034,48 +1090,49 @@ class _Importer:
                     else:
                         known = None
         elif gpus is not None:
+            share = -(-gpus.count // len(nodes))
             if gpus.count % len(nodes):
-                self.skip(
+                self.note(
                     job_id,
                     "nodes",
-                    f"{gpus.count} GPUs do not split evenly over its {len(nodes)} nodes: its GPUs "
-                    "are not reserved in the plan",
+                    f"{gpus.count} GPUs do not split evenly over its {len(nodes)} nodes and "
+                    f"gres_detail does not say how they sit: held as {share} on each (at most "
+                    "that many on any one)",
                 )
-                return None
-            counts = {n: gpus.count // len(nodes) for n in nodes}
+            counts = {n: share for n in nodes}
             known = None
         if not counts:
             self.skip(job_id, "gres", "holds no GPUs (the planner plans GPU work)")
             return None
-        total = sum(counts.values())
-        pools = sorted({self.pool_of[n] for n in counts})
-        if len(pools) > 1:
-            self.skip(
-                job_id,
-                "nodes",
-                f"runs on nodes of pools {', '.join(pools)}: a gang runs in one pool; its GPUs "
-                "are not reserved in the plan",
-            )
-            return None
-        pool = self.pools[pools[0]]
-        G = pool.gpus_per_node
-        shape_ok = (len(counts) == 1 and total <= G) or (
-            total > G and all(c == G for c in counts.values())
-        )
-        if not shape_ok or any(c > G for c in counts.values()):
-            held = ", ".join(f"{n}: {c}" for n, c in counts.items())
+        over = [n for n, c in counts.items() if c > self.per_node[n]]
+        if over:
             self.skip(
                 job_id,
                 "gres_detail",
-                f"holds GPUs {held} of pool {pool.name} ({G} per node); the instance holds a "
-                "gang on one node or on whole nodes: its GPUs are not reserved in the plan",
+                f"holds {counts[over[0]]} GPUs of {host_of[over[0]]}, which has "
+                f"{self.per_node[over[0]]} in the cluster file: its GPUs are not reserved in the "
+                "plan (fix gpus_per_node)",
             )
             return None
-        if known is not None:
-            bad = [n for n, idx in known.items() if max(idx, default=0) >= G]
-            if bad:
-                self.note(job_id, "gres_detail", f"GPU index beyond {G - 1} on {bad[0]}: ignored")
-                known = None
+        return counts, known, host_of
+
+    def details(self, rec: _Record, job_id: str, hosts: int) -> list[NodeGpus] | None:
+        """gres_detail, one entry per host, when it reads."""
+        if rec.gres_detail and len(rec.gres_detail) == hosts:
+            try:
+                return [parse_gres_detail(d) for d in rec.gres_detail]
+            except ValueError as exc:
+                self.note(job_id, "gres_detail", f"{exc}: ignored")
+        elif rec.gres_detail:
+            self.note(
+                job_id,
+                "gres_detail",
+                f"{len(rec.gres_detail)} entries for {hosts} nodes: ignored",
+            )
+        return None
+
+    def run_times(self, rec: _Record, job_id: str) -> tuple[int, datetime, datetime]:
+        """(planned minutes, placed start, placed end) of a running job, within the horizon."""
         minutes, limit = self.minutes(rec, job_id)
         started = rec.start_time
         if started is None:
@@ -1124,18 +1181,7 @@ class _Importer:
                 "time_limit",
                 f"runs past the horizon: placed until its end {iso(self.end)}",
             )
-        release = min(max(rec.submit_time or start, self.start), start)
-        job = _Job(job_id, rec, total, minutes, [pool.name], release)
-        job.placed = {"pool": pool.name, "start": iso(start), "end": iso(ends)}
-        job.nodes = counts
-        job.known = known
-        job.priority = rec.priority if isinstance(rec.priority, int) else 0
-        if rec.deadline is not None:
-            if self.slot(rec.deadline, up=False) < self.slot(release, up=True):
-                self.note(job_id, "deadline", f"{iso(rec.deadline)} is before its start: dropped")
-            else:
-                job.deadline = rec.deadline
-        return job
+        return minutes, start, ends
 
     # ---- all jobs together
 
@@ -1163,12 +1209,15 @@ class _Importer:
                 taken.setdefault(n, set()).update(i)
             known[job.id] = job.known
         indices, notes = gpu_indices([(j.id, j.nodes) for j in running], known, self.per_node)
-        short = {n.job for n in notes}
+        whole = {j.id: j.whole for j in running}
         for note in notes:
             self.skip(
-                note.job, note.field, f"{note.problem}: its GPUs are not reserved in the plan"
+                whole[note.job],
+                note.field,
+                f"{note.problem}: its GPUs are not reserved in the plan",
             )
-        self.jobs = [j for j in self.jobs if j.id not in short]
+        short = {whole[n.job] for n in notes}
+        self.jobs = [j for j in self.jobs if j.whole not in short]
         for job in self.jobs:
             if job.placed is not None:
                 job.placed["gpus"] = indices[job.id]
@@ -1230,12 +1279,13 @@ class _Importer:
         array, _, task = dep.target.partition("_")
         whole = task == "*" or (not task and array in self.arrays)  # every task of an array
         if whole:
-            targets = [t for t in self.arrays.get(array, []) if t in ids]
+            tasks = self.arrays.get(array, [])
             queued = array in self.arrays
         else:
             target = self.task_of.get(dep.target, dep.target)  # a task named by its own job id
-            targets = [target] if target in ids else []
+            tasks = [target]
             queued = target in self.skipped
+        targets = [p for t in tasks for p in self.parts.get(t, [t]) if p in ids]
         if targets:
             for t in targets:
                 if t != job.id and t not in job.after:
@@ -1343,9 +1393,16 @@ class _Importer:
                     raise InputError(
                         [f"{self.source} with the cluster file: {p}" for p in exc.problems]
                     ) from None
+                refused: set[str] = set()
                 for k, problem in sorted(bad.items()):
-                    self.skip(self.jobs[k].id, "instance", f"the planner refuses it: {problem}")
-                self.jobs = [j for k, j in enumerate(self.jobs) if k not in bad]
+                    job = self.jobs[k]
+                    where = f" (its part {job.id})" if job.id != job.whole else ""
+                    if job.whole not in refused:
+                        self.skip(
+                            job.whole, "instance", f"the planner refuses it{where}: {problem}"
+                        )
+                    refused.add(job.whole)
+                self.jobs = [j for j in self.jobs if j.whole not in refused]
                 self.drop_dangling()
         raise InputError([f"{self.source}: the imported instance does not compile"])
 
