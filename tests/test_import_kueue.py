@@ -672,6 +672,163 @@ def test_topology_assignment_on_unknown_hosts_falls_back() -> None:
     assert notes_of(result, "ns/tas") == []
 
 
+def tas(w: Json, topology: Json, version: str = "v1beta2") -> Json:
+    """`w` with this topology assignment on its pod set `main`."""
+    w["apiVersion"] = f"kueue.x-k8s.io/{version}"
+    w["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] = topology
+    return w
+
+
+def test_v1beta2_fixture_places_on_the_hosts_its_slices_name() -> None:
+    """tests/data/kueue/workloads-v1beta2.json, built from the shapes documented in Kueue's
+    apis/kueue/v1beta2/workload_types.go: slices with prefix + roots and a universal pod count
+    (2 pods of 8 GPUs on gpu-h100-02, -03); a rack level above the hostname, universal rack,
+    individual pod counts (2 + 1 pods of 2 GPUs on gpu-h100-01, -04)."""
+    result = run(read_workloads(DATA / "workloads-v1beta2.json"))
+    gpus = {j["id"]: j.get("placed", {}).get("gpus") for j in result.document["jobs"]}
+    assert gpus == {
+        "research/jobset-pretrain-13b-a1b2c": {"h100-1": list(range(8)), "h100-2": list(range(8))},
+        "evals/job-ddp-eval-d4e5f@gpu-h100-01": {"h100-0": [0, 1, 2, 3]},
+        "evals/job-ddp-eval-d4e5f@gpu-h100-04": {"h100-3": [0, 1]},
+        "research/job-finetune-70b-0a9b8": None,
+    }
+    assert not any("node placement assumed" in str(n) for n in result.notes)
+    instance = result.compile()
+    plan = ho.solve(instance, "greedy")
+    assert not ho.check(instance, plan)
+
+
+@pytest.mark.parametrize(
+    ("topology", "gpus"),
+    [
+        (  # v1beta1: levels and domains
+            {
+                "levels": ["kubernetes.io/hostname"],
+                "domains": [{"values": ["gpu-h100-03"], "count": 2}],
+            },
+            {"h100-2": list(range(8))},
+        ),
+        (  # v1beta2: universal value, universal count
+            {
+                "levels": ["kubernetes.io/hostname"],
+                "slices": [
+                    {
+                        "domainCount": 1,
+                        "valuesPerLevel": [{"universal": "gpu-h100-03"}],
+                        "podCounts": {"universal": 2},
+                    }
+                ],
+            },
+            {"h100-2": list(range(8))},
+        ),
+        (  # v1beta2: prefix, roots and suffix; two slices; individual counts
+            {
+                "levels": ["example.com/block", "kubernetes.io/hostname"],
+                "slices": [
+                    {
+                        "domainCount": 1,
+                        "valuesPerLevel": [
+                            {"universal": "b1"},
+                            {"individual": {"prefix": "gpu-", "suffix": "-02", "roots": ["h100"]}},
+                        ],
+                        "podCounts": {"individual": [1]},
+                    },
+                    {
+                        "domainCount": 1,
+                        "valuesPerLevel": [
+                            {"universal": "b1"},
+                            {"individual": {"roots": ["gpu-h100-02"]}},
+                        ],
+                        "podCounts": {"universal": 1},
+                    },
+                ],
+            },
+            {"h100-1": list(range(8))},
+        ),
+    ],
+)
+def test_topology_assignment_forms(topology: Json, gpus: Json) -> None:
+    w = tas(workload("t", gpus="4", count=2, admitted="2026-12-01T10:00:00Z"), topology)
+    result = run(w)
+    assert job_of(result, "ns/t")["placed"]["gpus"] == gpus
+    assert notes_of(result, "ns/t") == []
+
+
+def test_a_topology_the_rule_cannot_hold_is_held_one_part_per_host() -> None:
+    topology = {
+        "levels": ["kubernetes.io/hostname"],
+        "slices": [
+            {
+                "domainCount": 2,
+                "valuesPerLevel": [{"individual": {"prefix": "gpu-h100-0", "roots": ["2", "4"]}}],
+                "podCounts": {"universal": 1},
+            }
+        ],
+    }
+    w = tas(workload("thin", gpus="1", count=2, admitted="2026-12-01T10:00:00Z"), topology)
+    result = run(w)
+    parts = {j["id"]: j["placed"]["gpus"] for j in result.document["jobs"]}
+    assert parts == {"ns/thin@gpu-h100-02": {"h100-1": [0]}, "ns/thin@gpu-h100-04": {"h100-3": [0]}}
+    (note,) = notes_of(result, "ns/thin")
+    assert note.startswith("status.admission: holds GPUs gpu-h100-02: 1, gpu-h100-04: 1")
+    instance = result.compile()
+    assert not ho.check(instance, ho.solve(instance, "greedy"))
+
+
+def test_a_topology_above_the_hostname_names_no_nodes() -> None:
+    topology = {
+        "levels": ["example.com/rack"],
+        "slices": [
+            {
+                "domainCount": 1,
+                "valuesPerLevel": [{"universal": "r1"}],
+                "podCounts": {"universal": 1},
+            }
+        ],
+    }
+    result = run(tas(workload("rack", admitted="2026-12-01T10:00:00Z"), topology))
+    assert job_of(result, "ns/rack")["placed"]["gpus"] == {"h100-0": list(range(8))}
+    assert "node placement assumed" in notes_of(result, "ns/rack")[0]
+
+
+@pytest.mark.parametrize(
+    ("piece", "message"),
+    [
+        (
+            {"domainCount": 2, "valuesPerLevel": [{"universal": "h"}], "podCounts": {}},
+            "slices[0].podCounts: expected exactly one of universal and individual",
+        ),
+        (
+            {
+                "domainCount": 2,
+                "valuesPerLevel": [{"individual": {"roots": ["a"]}}],
+                "podCounts": {"universal": 1},
+            },
+            "slices[0].valuesPerLevel[0].individual.roots: expected 2 strings (domainCount)",
+        ),
+        (
+            {
+                "domainCount": 1,
+                "valuesPerLevel": [{"universal": "h"}],
+                "podCounts": {"individual": [1, 2]},
+            },
+            "slices[0].podCounts.individual: expected 1 pod counts (domainCount) from 1",
+        ),
+        (
+            {"domainCount": 1, "valuesPerLevel": [], "podCounts": {"universal": 1}},
+            "slices[0].valuesPerLevel: expected 1 entries, one per level of levels",
+        ),
+    ],
+)
+def test_malformed_v1beta2_slices_name_the_json_path(piece: Json, message: str) -> None:
+    topology = {"levels": ["kubernetes.io/hostname"], "slices": [piece]}
+    with pytest.raises(InputError) as err:
+        run(tas(workload("bad", admitted="2026-12-01T10:00:00Z"), topology))
+    assert str(err.value) == (
+        "workloads.json: status.admission.podSetAssignments[0].topologyAssignment." + message
+    )
+
+
 def test_pending_pools_annotation_queue_and_all() -> None:
     admitted = workload(
         "a", namespace="t", queue="gpu", admitted="2026-12-01T10:00:00Z", flavor="a100", gpus="4"

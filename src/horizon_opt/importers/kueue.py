@@ -18,7 +18,7 @@ array of them (the `items` of such a List), is read the same way.
 | `metadata.creationTimestamp` | `release` (ISO-8601) |
 | annotation `horizon-opt/deadline: "2026-12-02T06:00:00Z"` | `deadline`; none without it |
 | annotation `horizon-opt/kind: training` | `kind`; `other` without it |
-| condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`) named in `pools[].node_names`, else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
+| condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`; v1beta1 `domains` or v1beta2 `slices`, importers/topology.py) named in `pools[].node_names`, one placed part per host when the placement rule cannot hold its GPUs per node (importers/parts.py), else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
 | condition `Finished` True, or `spec.active: false` | left out (noted) |
 | conditions `Evicted`, `Preempted` True, `QuotaReserved` False with reason `Inadmissible`, `QuotaReserved` True without `Admitted` (admission checks pending: then on the reserved flavor's pool) | a pending job (not placed), noted with the condition's reason and message |
 
@@ -42,7 +42,6 @@ Malformed input raises InputError, one line per workload, naming the JSON path
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -59,22 +58,33 @@ from horizon_opt.importers.cluster import (
     horizon_start,
     instance_document,
 )
+from horizon_opt.importers.kube import Bad as _Bad
+from horizon_opt.importers.kube import at as _at
+from horizon_opt.importers.kube import bool_at as _bool_at
+from horizon_opt.importers.kube import int_at as _int_at
+from horizon_opt.importers.kube import list_at as _list_at
+from horizon_opt.importers.kube import object_at as _object_at
+from horizon_opt.importers.kube import object_of as _object
+from horizon_opt.importers.kube import str_at as _str_at
+from horizon_opt.importers.kube import str_map_at as _str_map_at
+from horizon_opt.importers.kube import timestamp as _timestamp
+from horizon_opt.importers.kube import what as _what
+from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.importers.source import read_json
+from horizon_opt.importers.topology import topology_hosts
 from horizon_opt.instance import duration_minutes
 from horizon_opt.spec import JOB_KINDS, MAX_PRIORITY, MAX_SLOTS, show
-from horizon_opt.times import iso, parse_time
+from horizon_opt.times import iso
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 DURATION_ANNOTATION = "horizon-opt/duration"
 DEADLINE_ANNOTATION = "horizon-opt/deadline"
 POOLS_ANNOTATION = "horizon-opt/pools"
 KIND_ANNOTATION = "horizon-opt/kind"
-HOSTNAME_LEVEL = "kubernetes.io/hostname"
 
 _INT32 = 2**31 - 1
 _MAX_QUANTITY = Decimal(10**9)  # more GPUs than any pod could hold: refused, not computed with
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _QUANTITY = re.compile(
     r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]{1,3})?$"
 )
@@ -91,120 +101,6 @@ _SUFFIX = {
     "E": Decimal(10**18),
     **{s: Decimal(2 ** (10 * (i + 1))) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
 }
-
-
-class _Bad(Exception):
-    """A malformed field: its JSON path and what is wrong."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
-        self.message = message
-
-
-# -- reading JSON fields -----------------------------------------------------------------------
-
-
-def _at(path: str, key: str) -> str:
-    """The path of `key` in the object at `path`: `a.b`, or `a["nvidia.com/gpu"]`."""
-    if _IDENT.match(key):
-        return f"{path}.{key}" if path else key
-    return f"{path}[{json.dumps(key)}]"
-
-
-def _what(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    return show(value)
-
-
-def _object(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _Bad(path, f"expected an object, got {_what(value)}")
-    return value
-
-
-def _object_at(
-    obj: Mapping[str, Any], key: str, path: str, *, required: bool = False
-) -> dict[str, Any]:
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise _Bad(_at(path, key), "required field is missing")
-        return {}
-    return _object(value, _at(path, key))
-
-
-def _list_at(obj: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> list[Any]:
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise _Bad(_at(path, key), "required field is missing")
-        return []
-    if not isinstance(value, list):
-        raise _Bad(_at(path, key), f"expected a list, got {_what(value)}")
-    return value
-
-
-def _str_at(obj: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str | None:
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise _Bad(_at(path, key), "required field is missing")
-        return None
-    if not isinstance(value, str):
-        raise _Bad(_at(path, key), f"expected a string, got {_what(value)}")
-    if required and not value:
-        raise _Bad(_at(path, key), "must not be empty")
-    return value
-
-
-def _int_at(
-    obj: Mapping[str, Any], key: str, path: str, *, lo: int, hi: int, required: bool = False
-) -> int | None:
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise _Bad(_at(path, key), "required field is missing")
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _Bad(_at(path, key), f"expected an integer, got {_what(value)}")
-    if not lo <= value <= hi:
-        raise _Bad(_at(path, key), f"must be from {lo:,} to {hi:,}, got {show(value)}")
-    return value
-
-
-def _bool_at(obj: Mapping[str, Any], key: str, path: str) -> bool | None:
-    value = obj.get(key)
-    if value is not None and not isinstance(value, bool):
-        raise _Bad(_at(path, key), f"expected true or false, got {_what(value)}")
-    return value
-
-
-def _str_map_at(obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
-    """A map of strings (annotations, flavors); null values are absent."""
-    out: dict[str, str] = {}
-    for k, v in _object_at(obj, key, path).items():
-        if v is None:
-            continue
-        if not isinstance(v, str):
-            raise _Bad(_at(_at(path, key), k), f"expected a string, got {_what(v)}")
-        out[k] = v
-    return out
-
-
-def _timestamp(text: str, path: str) -> datetime:
-    """An RFC 3339 time as Kubernetes writes it (`2026-12-01T08:15:00Z`); no offset: UTC."""
-    when = parse_time(text)
-    if when is None:
-        raise _Bad(path, f"not an ISO-8601 timestamp: {show(text)}")
-    return when
 
 
 def gpu_quantity(value: Any, path: str = "") -> int:
@@ -348,28 +244,6 @@ def _pod_gpus(
     return max([main, *init])
 
 
-def _hosts(value: Any, path: str) -> dict[str, int] | None:
-    """Pods per host of a v1beta1 topology assignment whose lowest level is the hostname; None
-    for any other (a higher level only, or v1beta2's compressed slices)."""
-    if value is None:
-        return None
-    topo = _object(value, path)
-    levels = _list_at(topo, "levels", path)
-    if not levels or levels[-1] != HOSTNAME_LEVEL or "domains" not in topo:
-        return None
-    out: dict[str, int] = {}
-    for d, dom in enumerate(_list_at(topo, "domains", path)):
-        dpath = f"{_at(path, 'domains')}[{d}]"
-        dom = _object(dom, dpath)
-        values = _list_at(dom, "values", dpath, required=True)
-        if len(values) != len(levels) or not isinstance(values[-1], str):
-            raise _Bad(_at(dpath, "values"), f"expected {len(levels)} strings, one per level")
-        count = _int_at(dom, "count", dpath, lo=0, hi=_INT32, required=True)
-        assert count is not None
-        out[values[-1]] = out.get(values[-1], 0) + count
-    return out
-
-
 def _parse(item: Any, index: int, path: str, resources: Sequence[str]) -> _Workload:
     item = _object(item, path or "(top level)")
     kind = item.get("kind")
@@ -461,7 +335,7 @@ def _parse(item: Any, index: int, path: str, resources: Sequence[str]) -> _Workl
             assignments[a_name] = _Assignment(
                 _str_map_at(asg, "flavors", aspath),
                 _int_at(asg, "count", aspath, lo=0, hi=_INT32),
-                _hosts(asg.get("topologyAssignment"), _at(aspath, "topologyAssignment")),
+                topology_hosts(asg.get("topologyAssignment"), _at(aspath, "topologyAssignment")),
             )
     return _Workload(
         index=index,
@@ -668,14 +542,11 @@ class _Nodes:
         if other:
             return None, f"node(s) {', '.join(other)} are not of pool {pool.name}"
         g = pool.gpus_per_node
-        shape_ok = (
-            (len(nodes) == 1 and sum(nodes.values()) == gpus)
-            if gpus <= g
-            else (len(nodes) == gpus // g and set(nodes.values()) == {g})
-        )
-        spread = ", ".join(f"{n}: {k}" for n, k in sorted(nodes.items()))
-        if not shape_ok:
-            return None, f"it holds {spread} GPUs, which the placement rule cannot hold"
+        if sum(nodes.values()) != gpus and holds_as_one_gang(
+            nodes, {n: pool.name for n in nodes}, pool.nodes, g
+        ):
+            spread = ", ".join(f"{n}: {k}" for n, k in sorted(nodes.items()))
+            return None, f"it holds {spread} GPUs, not the {gpus} of its gang"
         full = [n for n, k in nodes.items() if self.free(n, pool, start, end) < k]
         if full:
             return None, f"node(s) {', '.join(sorted(full))} are down or have no room left for it"
@@ -767,6 +638,7 @@ class _Importer:
             for flavor in pool.flavors:
                 self.flavor_pool.setdefault(flavor, pool)
         self.queue_pools: dict[tuple[str, str], list[str]] = {}
+        self.split: dict[str, dict[str, str]] = {}  # held per node: id -> node -> host
         self.notes: list[tuple[int, Note]] = []
 
     def note(self, w: _Workload | None, where: str, problem: str) -> None:
@@ -816,7 +688,7 @@ class _Importer:
                 if w.id not in counts:
                     continue
                 job["placed"]["gpus"] = indices[w.id]
-            kept.append((w, job))
+            kept += [(w, j) for j in self.parts(w.id, job)]
         document = instance_document(self.cluster, name, self.clock.snapshot, [j for _, j in kept])
         notes = tuple(n for _, n in sorted(self.notes, key=lambda x: x[0]))
         result = Imported(document, notes)
@@ -825,6 +697,22 @@ class _Importer:
         except InstanceError as exc:
             raise InputError([_workload_problem(source, p, kept) for p in exc.problems]) from None
         return result
+
+    def parts(self, job_id: str, job: dict[str, Any]) -> list[dict[str, Any]]:
+        """The job, or its parts when its topology assignment holds GPUs per node that the
+        placement rule cannot hold as one gang (importers/parts.py)."""
+        hosts = self.split.get(job_id)
+        if hosts is None:
+            return [job]
+        out = []
+        for node, idx in job["placed"]["gpus"].items():
+            pool = node.rsplit("-", 1)[0]
+            placed = {**job["placed"], "pool": pool, "gpus": {node: idx}}
+            out.append(
+                {**job, "id": part_id(job_id, hosts[node]), "gpus": len(idx), "pools": [pool]}
+                | {"placed": placed}
+            )
+        return out
 
     def place(self, running: list[_Running]) -> dict[str, dict[str, int]]:
         """Nodes of running jobs (id -> node -> GPUs): a topology assignment's hosts first, then
@@ -843,6 +731,14 @@ class _Importer:
                 continue
             nodes.take(given)
             counts[r.w.id] = given
+            if not holds_as_one_gang(
+                given, {n: r.pool.name for n in given}, r.pool.nodes, r.pool.gpus_per_node
+            ):
+                names = {v: k for k, v in self.cluster.host_nodes().items()}
+                held = {names[n]: k for n, k in given.items()}
+                per_node = {names[n]: r.pool.gpus_per_node for n in given}
+                self.note(r.w, "status.admission", split_note(held, per_node))
+                self.split[r.w.id] = {n: names[n] for n in given}
         for r, why in sorted(later, key=lambda x: (x[0].start, x[0].w.index)):
             lowest = nodes.lowest(r.pool, r.job["gpus"], r.start, r.end)
             if lowest is None:

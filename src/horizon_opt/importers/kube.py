@@ -1,0 +1,141 @@
+"""Reading Kubernetes objects as `kubectl get -o json` writes them: typed field access whose
+errors name the JSON path (`items[2].spec.podSets[0].count: expected an integer, got '3'`), so a
+malformed object is refused with where, not misread."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from horizon_opt.spec import show
+from horizon_opt.times import parse_time
+
+__all__ = [
+    "Bad",
+    "at",
+    "bool_at",
+    "int_at",
+    "list_at",
+    "object_at",
+    "object_of",
+    "str_at",
+    "str_map_at",
+    "timestamp",
+    "what",
+]
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Bad(Exception):
+    """A malformed field: its JSON path and what is wrong."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+def at(path: str, key: str) -> str:
+    """The path of `key` in the object at `path`: `a.b`, or `a["nvidia.com/gpu"]`."""
+    if _IDENT.match(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key)}]"
+
+
+def what(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return show(value)
+
+
+def object_of(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise Bad(path, f"expected an object, got {what(value)}")
+    return value
+
+
+def object_at(
+    obj: Mapping[str, Any], key: str, path: str, *, required: bool = False
+) -> dict[str, Any]:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise Bad(at(path, key), "required field is missing")
+        return {}
+    return object_of(value, at(path, key))
+
+
+def list_at(obj: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> list[Any]:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise Bad(at(path, key), "required field is missing")
+        return []
+    if not isinstance(value, list):
+        raise Bad(at(path, key), f"expected a list, got {what(value)}")
+    return value
+
+
+def str_at(obj: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise Bad(at(path, key), "required field is missing")
+        return None
+    if not isinstance(value, str):
+        raise Bad(at(path, key), f"expected a string, got {what(value)}")
+    if required and not value:
+        raise Bad(at(path, key), "must not be empty")
+    return value
+
+
+def int_at(
+    obj: Mapping[str, Any], key: str, path: str, *, lo: int, hi: int, required: bool = False
+) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise Bad(at(path, key), "required field is missing")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Bad(at(path, key), f"expected an integer, got {what(value)}")
+    if not lo <= value <= hi:
+        raise Bad(at(path, key), f"must be from {lo:,} to {hi:,}, got {show(value)}")
+    return value
+
+
+def bool_at(obj: Mapping[str, Any], key: str, path: str) -> bool | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise Bad(at(path, key), f"expected true or false, got {what(value)}")
+    return value
+
+
+def str_map_at(obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
+    """A map of strings (annotations, flavors); null values are absent."""
+    out: dict[str, str] = {}
+    for k, v in object_at(obj, key, path).items():
+        if v is None:
+            continue
+        if not isinstance(v, str):
+            raise Bad(at(at(path, key), k), f"expected a string, got {what(v)}")
+        out[k] = v
+    return out
+
+
+def timestamp(text: str, path: str) -> datetime:
+    """An RFC 3339 time as Kubernetes writes it (`2026-12-01T08:15:00Z`); no offset: UTC."""
+    when = parse_time(text)
+    if when is None:
+        raise Bad(path, f"not an ISO-8601 timestamp: {show(text)}")
+    return when
