@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import horizon_opt as ho
 from horizon_opt.errors import InputError
@@ -296,6 +297,48 @@ def test_read_workloads_names_the_file(tmp_path: Path) -> None:
         read_workloads(bad)
     with pytest.raises(InputError, match=r"missing\.json: cannot read"):
         read_workloads(tmp_path / "missing.json")
+
+
+def test_kubectl_yaml_reads_as_its_json() -> None:
+    """workloads-v1beta2.yaml is workloads-v1beta2.json as `kubectl get workloads -A -o yaml`
+    writes it: a List, strings that look like numbers or times double-quoted."""
+    from_yaml = read_workloads(DATA / "workloads-v1beta2.yaml")
+    assert from_yaml == read_workloads(DATA / "workloads-v1beta2.json")
+    result = run(from_yaml)
+    instance = result.compile()
+    assert not ho.check(instance, ho.solve(instance, "greedy"))
+
+
+def test_yaml_single_object_documents_and_unquoted_times(tmp_path: Path) -> None:
+    w = workload("one", admitted="2026-12-01T10:00:00Z")
+    single = tmp_path / "one.yaml"
+    single.write_text(yaml.safe_dump(w).replace("'2026-12-01T10:00:00Z'", "2026-12-01T10:00:00Z"))
+    assert "creationTimestamp: 2026-12-01T10:00:00Z" in single.read_text()
+    assert read_workloads(single) == w  # an unquoted time stays the text it is
+    several = tmp_path / "several.yaml"
+    several.write_text(
+        "---\n" + yaml.safe_dump(w) + "---\n" + yaml.safe_dump(workload("two")) + "---\n"
+    )
+    result = run(read_workloads(several))
+    assert [j["id"] for j in result.document["jobs"]] == ["ns/one", "ns/two"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "items: [",
+            r"w\.yaml: neither JSON nor valid YAML \(kubectl get workloads -A -o json or ",
+        ),
+        ("", r"w\.yaml: empty: expected kubectl get workloads"),
+        ('{"items": [}', r"w\.yaml: not valid JSON"),
+    ],
+)
+def test_a_file_neither_json_nor_yaml_is_refused(tmp_path: Path, text: str, message: str) -> None:
+    bad = tmp_path / "w.yaml"
+    bad.write_text(text)
+    with pytest.raises(InputError, match=message):
+        read_workloads(bad)
 
 
 def test_duplicate_and_namespaceless_workloads_are_noted() -> None:

@@ -5,11 +5,18 @@ malformed object is refused with where, not misread."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+import yaml
+
+from horizon_opt.errors import InputError
+from horizon_opt.importers.source import read_json
+from horizon_opt.io import read_input
 from horizon_opt.spec import show
 from horizon_opt.times import parse_time
 
@@ -21,6 +28,7 @@ __all__ = [
     "list_at",
     "object_at",
     "object_of",
+    "read_objects",
     "str_at",
     "str_map_at",
     "timestamp",
@@ -139,3 +147,34 @@ def timestamp(text: str, path: str) -> datetime:
     if when is None:
         raise Bad(path, f"not an ISO-8601 timestamp: {show(text)}")
     return when
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """YAML as kubectl writes it, with an unquoted timestamp kept as the text it is (the
+    fields that hold times are strings in the API; a hand-edited file may leave off quotes)."""
+
+
+_Loader.add_constructor(
+    "tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node)
+)
+
+
+def read_objects(path: str | os.PathLike[str], what: str) -> Any:
+    """The parsed content of a `kubectl get ... -o json` or `-o yaml` file: JSON when the text
+    starts with `{` or `[`, else YAML; several YAML documents (`---`) read as a list of them.
+    InputError names the file, and `what` it should hold, when it is neither."""
+    file = Path(path)
+    text = read_input(file)
+    if text.lstrip()[:1] in ("{", "["):
+        return read_json(file, what)
+    try:
+        documents = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except RecursionError:
+        raise InputError([f"{file}: not valid YAML ({what}): nested too deeply"]) from None
+    except (yaml.YAMLError, ValueError, OverflowError) as exc:
+        raise InputError(
+            [f"{file}: neither JSON nor valid YAML ({what}): {' '.join(str(exc).split())}"]
+        ) from None
+    if not documents:
+        raise InputError([f"{file}: empty: expected {what}"])
+    return documents[0] if len(documents) == 1 else documents

@@ -1,6 +1,7 @@
 """`import kueue`: Kueue's Workloads become an instance, around the cluster file.
 
-The input is the parsed JSON of `kubectl get workloads -A -o json`: a `List` of
+The input is the parsed JSON or YAML (`read_workloads`) of `kubectl get workloads -A -o json`
+(or `-o yaml`): a `List` of
 `kueue.x-k8s.io/v1beta1` (or `v1beta2`) `Workload` objects. A single Workload object, or a JSON
 array of them (the `items` of such a List), is read the same way.
 
@@ -65,13 +66,13 @@ from horizon_opt.importers.kube import int_at as _int_at
 from horizon_opt.importers.kube import list_at as _list_at
 from horizon_opt.importers.kube import object_at as _object_at
 from horizon_opt.importers.kube import object_of as _object
+from horizon_opt.importers.kube import read_objects
 from horizon_opt.importers.kube import str_at as _str_at
 from horizon_opt.importers.kube import str_map_at as _str_map_at
 from horizon_opt.importers.kube import timestamp as _timestamp
 from horizon_opt.importers.kube import what as _what
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
 from horizon_opt.importers.result import Imported, Note, gpu_indices
-from horizon_opt.importers.source import read_json
 from horizon_opt.importers.topology import topology_hosts
 from horizon_opt.instance import duration_minutes
 from horizon_opt.spec import JOB_KINDS, MAX_PRIORITY, MAX_SLOTS, show
@@ -563,8 +564,9 @@ class _Running:
 
 
 def read_workloads(path: str | os.PathLike[str]) -> Any:
-    """The parsed JSON of a `kubectl get workloads -A -o json` file; InputError names the file."""
-    return read_json(path, "kubectl get workloads -o json output")
+    """The parsed content of `kubectl get workloads -A -o json` or `-o yaml` (a List, a bare
+    array, one Workload, or several YAML documents); InputError names the file."""
+    return read_objects(path, "kubectl get workloads -A -o json or -o yaml output")
 
 
 def import_kueue(
