@@ -1269,7 +1269,9 @@ def import_kueue_cmd(
     workloads: Annotated[
         Path,
         typer.Argument(
-            metavar="WORKLOADS.json", help="The output of `kubectl get workloads -A -o json`."
+            metavar="WORKLOADS",
+            help="The output of `kubectl get workloads -A -o json` (or `-o yaml`): a List, "
+            "one Workload, or several YAML documents.",
         ),
     ],
     cluster: ClusterOption,
