@@ -3,6 +3,7 @@ loads, and bad payloads that exit 2 with the file named and nothing written."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,55 @@ def test_a_bad_payload_exits_2_and_writes_nothing(source: str, tmp_path: Path) -
     assert result.exit_code == 2
     assert f"error: {bad}: not valid JSON" in result.stderr and "Traceback" not in result.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected", "found"),
+    [
+        (["sacct.json"], "squeue", "sacct"),  # the history given as the queue
+        (["squeue.json", "--sacct", "squeue.json"], "sacct", "squeue"),  # the queue as history
+        (["sacct-v0.0.38.json"], "squeue", "sacct"),  # no meta.command: told by the jobs' shape
+    ],
+)
+def test_a_slurm_payload_of_the_other_kind_is_refused(
+    args: list[str], expected: str, found: str, tmp_path: Path
+) -> None:
+    """An sacct file read as the queue was an empty queue and exit 0; it is refused, naming what
+    was expected and what was found."""
+    paths = [a if a.startswith("--") else str(DATA / "slurm" / a) for a in args]
+    out = tmp_path / "inst.yaml"
+    cluster = str(DATA / "slurm" / "cluster.yaml")
+    result = runner.invoke(app, ["import", "slurm", *paths, "-c", cluster, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert f"expected the output of `{expected} --json`, found the output of `{found} --json`" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.output and not out.exists()
+
+
+def test_a_data_parser_outside_the_documented_range_is_noted(tmp_path: Path) -> None:
+    payload = json.loads((DATA / "slurm" / "squeue.json").read_text())
+    payload["meta"]["plugin"]["data_parser"] = "data_parser/v0.0.45"
+    queue = tmp_path / "squeue.json"
+    queue.write_text(json.dumps(payload))
+    out = tmp_path / "inst.yaml"
+    cluster = str(DATA / "slurm" / "cluster.yaml")
+    result = runner.invoke(app, ["import", "slurm", str(queue), "-c", cluster, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "data_parser v0.0.45 is outside the documented v0.0.38 to v0.0.42" in result.stderr
+
+
+def test_a_kueue_api_version_outside_the_documented_ones_is_noted(tmp_path: Path) -> None:
+    payload = json.loads((DATA / "kueue" / "workloads.json").read_text())
+    for item in payload["items"]:
+        item["apiVersion"] = "kueue.x-k8s.io/v1"
+    workloads = tmp_path / "workloads.json"
+    workloads.write_text(json.dumps(payload))
+    out = tmp_path / "inst.yaml"
+    cluster = str(DATA / "kueue" / "cluster.yaml")
+    args = ["import", "kueue", str(workloads), "-c", cluster, "-o", str(out)]
+    result = runner.invoke(app, [*args, "--now", "2026-12-01T10:30:00Z"])
+    assert result.exit_code == 0, result.output
+    assert "kueue.x-k8s.io/v1 is outside the documented kueue.x-k8s.io/v1beta1 and" in (
+        result.stderr
+    )

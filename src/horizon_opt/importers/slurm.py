@@ -44,6 +44,7 @@ from typing import Any
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
+from horizon_opt.importers.payload import check_slurm
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.importers.source import read_json
 from horizon_opt.instance import compile_instance
@@ -565,6 +566,7 @@ def _base_state(states: Iterable[str]) -> str:
 def read_history(payload: Any, source: str = "sacct") -> History:
     """The history in parsed `sacct --json` output; InputError names the JSON path of a field
     of the wrong type."""
+    check_slurm(payload, "sacct", source)
     problems: list[str] = []
     f = _Fields(source, problems)
     history = History()
@@ -1453,6 +1455,14 @@ def import_slurm(
     `sacct_source` name the payloads in messages (the CLI passes the file names). A payload of
     the wrong shape raises InputError, one line per problem, each naming its JSON path.
     """
+    versions = [
+        (source, note)
+        for payload, kind, source in (
+            (squeue, "squeue", squeue_source),
+            (sacct, "sacct", sacct_source),
+        )
+        if payload is not None and (note := check_slurm(payload, kind, source)) is not None
+    ]
     problems: list[str] = []
     f = _Fields(squeue_source, problems)
     raw = f.job_list(squeue, "squeue --json output")
@@ -1462,6 +1472,8 @@ def import_slurm(
         raise InputError(problems)
     history = read_history(sacct, sacct_source) if sacct is not None else None
     importer = _Importer(cluster, when, history, squeue_source)
+    for source, note in versions:
+        importer.note("", f"{source}: meta.plugin", note)
     if snapshot_note is not None:
         importer.notes.append(snapshot_note)
     elif snapshot is not None:
