@@ -323,14 +323,15 @@ def read_input(path: str | os.PathLike[str], error: type[InputError] = InputErro
 
 
 def read_yaml(
-    path: str | os.PathLike[str], error: type[InputError] = InputError, loader: Any = _YAML_LOADER
+    path: str | os.PathLike[str], error: type[InputError] = InputError, loader: Any = None
 ) -> Any:
     """Parsed YAML of a file; an unreadable file or bad YAML raises `error` naming the file.
-    `loader`: a stricter YAML loader (e.g. one that refuses a key named twice)."""
+    `loader`: a stricter YAML loader (e.g. one that refuses a key named twice); default the
+    fastest safe one."""
     file = Path(path)
     text = read_input(file, error)
     try:
-        return yaml.load(text, Loader=loader)
+        return yaml.load(text, Loader=loader or _YAML_LOADER)
     except RecursionError:
         raise error([f"{file}: not valid YAML: nested too deeply"]) from None
     except (yaml.YAMLError, ValueError, OverflowError) as exc:  # ValueError: e.g. month 13
