@@ -6,7 +6,8 @@ inference takes what it really needs, first from the reserved replicas, then fro
 then by preempting the lowest-value batch jobs on its pool (they lose their progress and wait
 again), and what it still cannot get is SLO shortfall; then the jobs the plan starts at this slot
 start, if their GPUs are still free. Planners see only the jobs released so far, the running
-jobs as placed, and the demand forecast.
+jobs as placed, the estimates and the demand forecast, unless the policy is told more (the
+oracle ladder). Every run is logged for the audit (`simulate.audit`).
 """
 
 from __future__ import annotations
