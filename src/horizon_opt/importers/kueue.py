@@ -72,6 +72,7 @@ from horizon_opt.importers.kube import str_map_at as _str_map_at
 from horizon_opt.importers.kube import timestamp as _timestamp
 from horizon_opt.importers.kube import what as _what
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
+from horizon_opt.importers.payload import kueue_version_notes
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.importers.topology import topology_hosts
 from horizon_opt.instance import duration_minutes
@@ -619,26 +620,9 @@ def import_kueue(
     importer = _Importer(cluster, clock, math.ceil(default_minutes - 1e-9), tuple(gpu_resources))
     if not given_snapshot:
         importer.note(None, "snapshot", f"not given: the time of the import, {iso(snapshot)}")
-    for version in sorted(_other_versions(items)):
-        importer.note(
-            None,
-            "apiVersion",
-            f"{version} is outside the documented {' and '.join(API_VERSIONS)}: read with their "
-            "field names; check the result",
-        )
+    for note in kueue_version_notes(item for _, item in items):
+        importer.note(None, "apiVersion", note)
     return importer.run(parsed, name, source)
-
-
-API_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")  # docs/import.md
-
-
-def _other_versions(items: Sequence[tuple[str, Any]]) -> set[str]:
-    """The apiVersions the Workloads give that the importer was not written from."""
-    return {
-        str(item["apiVersion"])
-        for _, item in items
-        if isinstance(item, dict) and item.get("apiVersion", API_VERSIONS[0]) not in API_VERSIONS
-    }
 
 
 class _Importer:
