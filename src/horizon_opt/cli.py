@@ -54,8 +54,8 @@ from horizon_opt.replan import DEFAULT_FREEZE_MINUTES, MAX_STABILITY, replan
 from horizon_opt.simulate import Noise, policy, simulate
 from horizon_opt.simulate.audit import audit_files, write_audit
 from horizon_opt.simulate.report import format_table, plot_realized, to_csv
-from horizon_opt.simulate.world_file import read_world, write_world
-from horizon_opt.simulate.worlds import WORLDS, world_for
+from horizon_opt.simulate.world_file import write_world
+from horizon_opt.simulate.worlds import replay_world
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
 from horizon_opt.solvers.options import MAX_SEED, default_workers
 from horizon_opt.spec import InstanceSpec
@@ -447,10 +447,6 @@ def simulate_cmd(
         )
         inst = load_instance(instance)
         world_noise = Noise.parse(noise)
-        if world_kind not in WORLDS:
-            raise InputError([f"--world: unknown world {world_kind!r}; use {' or '.join(WORLDS)}"])
-        if actual is not None and world_kind != "synthetic":
-            raise InputError(["--actual: a world file replaces the drawn world; leave out --world"])
         every = max(1, _time_option(replan_every, inst, "--replan-every"))
         hold = _time_option(freeze, inst, "--freeze")
         chosen = [policy(name, every, hold, stability) for name in names]
@@ -464,13 +460,7 @@ def simulate_cmd(
                 ]
             )
         _warn(instance, inst)
-        if actual is not None:
-            world = read_world(actual, inst)
-            drawn = f"read from {actual}"
-        else:
-            world = world_for(inst, world_kind, seed, world_noise)
-            shape = world_noise if world_kind == "synthetic" else "trace"
-            drawn = f"{world_kind} ({shape}), seed {seed}"
+        world, drawn = replay_world(inst, world_kind, seed, world_noise, actual)
     options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed)
     replays = []
     for p in chosen:

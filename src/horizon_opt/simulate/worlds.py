@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 from horizon_opt.errors import InputError
 from horizon_opt.instance import Instance
 from horizon_opt.simulate.trace_world import draw_trace_world
 from horizon_opt.simulate.world import Noise, World, draw_world
+from horizon_opt.simulate.world_file import read_world
 
 WORLDS = ("synthetic", "trace")
 
@@ -20,3 +23,20 @@ def world_for(instance: Instance, kind: str, seed: int, noise: Noise | None = No
     if kind == "trace":
         return draw_trace_world(instance, seed, noise.demand)
     raise InputError([f"--world: unknown world {kind!r}; use one of {', '.join(WORLDS)}"])
+
+
+def replay_world(
+    instance: Instance,
+    kind: str,
+    seed: int,
+    noise: Noise,
+    actual: str | os.PathLike[str] | None = None,
+) -> tuple[World, str]:
+    """The world a replay runs in (`actual`, a world file, else the drawn world of `kind`) and
+    a line that says where it came from."""
+    if actual is not None:
+        if kind != "synthetic":
+            raise InputError(["--actual: a world file replaces the drawn world; leave out --world"])
+        return read_world(actual, instance), f"read from {actual}"
+    shape = noise if kind == "synthetic" else "trace"
+    return world_for(instance, kind, seed, noise), f"{kind} ({shape}), seed {seed}"
