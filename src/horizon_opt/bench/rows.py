@@ -125,6 +125,19 @@ def failure_row(status: str, error: str, wall: float) -> Row:
     return {"status": status, "error": error, "wall_seconds": wall}
 
 
+def _instance_fields(inst: BenchInstance) -> Row:
+    """What the suite knows of an instance, as the columns both kinds of row start with."""
+    return {
+        "instance": inst.name,
+        "family": inst.family,
+        "size": inst.size,
+        "jobs": inst.jobs,
+        "slots": inst.slots,
+        "nodes": inst.nodes,
+        "gpus": inst.gpus,
+    }
+
+
 def task_rows(inst: BenchInstance, task: AnyTask, result: Row) -> list[Row]:
     """The results.csv rows of a run: one, or one per policy of a closed-loop run."""
     if isinstance(task, LoopTask):
@@ -139,14 +152,8 @@ def loop_rows(inst: BenchInstance, task: LoopTask, result: Row) -> list[Row]:
     out: list[Row] = []
     for p in task.policies:
         row: Row = dict.fromkeys(LOOP_FIELDS)
+        row.update(_instance_fields(inst))
         row.update(
-            instance=inst.name,
-            family=inst.family,
-            size=inst.size,
-            jobs=inst.jobs,
-            slots=inst.slots,
-            nodes=inst.nodes,
-            gpus=inst.gpus,
             world=task.world,
             seed=task.seed,
             policy=p.name,
@@ -164,15 +171,9 @@ def loop_rows(inst: BenchInstance, task: LoopTask, result: Row) -> list[Row]:
 def result_row(inst: BenchInstance, task: Task, result: Row) -> Row:
     """The full results.csv row of a run: what the suite knows, then what the run reported."""
     row: Row = dict.fromkeys(FIELDS)
+    row.update(_instance_fields(inst))
     row.update(
-        instance=inst.name,
-        family=inst.family,
-        size=inst.size,
         seed=inst.seed,
-        jobs=inst.jobs,
-        slots=inst.slots,
-        nodes=inst.nodes,
-        gpus=inst.gpus,
         solver=task.solver,
         time_limit=task.time_limit,
         workers=task.workers,
