@@ -425,7 +425,7 @@ def test_other_gpu_resources_are_noted_not_counted() -> None:
 
 def test_partial_admission_counts_the_admitted_pods() -> None:
     w = workload(
-        "p", gpus="8", count=3, admitted="2026-12-01T10:00:00Z", maximumExecutionTimeSeconds=3600
+        "p", gpus="8", count=3, admitted="2026-12-01T10:00:00Z", maximumExecutionTimeSeconds=7200
     )
     w["status"]["admission"]["podSetAssignments"][0]["count"] = 2
     result = run(w)
@@ -434,6 +434,19 @@ def test_partial_admission_counts_the_admitted_pods() -> None:
         "status.admission.podSetAssignments[main].count: partially admitted: 2 of 3 pods of "
         "pod set main" in notes_of(result, "ns/p")
     )
+
+
+def test_a_workload_expected_to_end_between_the_snapshot_and_now_is_left_out() -> None:
+    """Snapshot 10:30, now 11:00. Admitted 10:00 for at most an hour, it ends at 11:00: not
+    past its end at the snapshot, and its GPUs are free by the time the plan starts."""
+    w = workload("p", gpus="8", admitted="2026-12-01T10:00:00Z", maximumExecutionTimeSeconds=3600)
+    result = run(w)
+    assert result.document["jobs"] == []
+    assert notes_of(result, "ns/p") == [
+        "duration: expected to end at 2026-12-01T11:00:00Z (1h after its admission), after the "
+        "snapshot but by now (2026-12-01T11:00:00Z), where the plan starts: its GPUs are free "
+        "then; left out"
+    ]
 
 
 def test_a_gang_that_fits_no_pool_is_left_out() -> None:
@@ -553,11 +566,11 @@ def test_running_job_end_clipped_to_the_horizon() -> None:
 
 
 def test_running_job_past_its_expected_end_ends_after_now() -> None:
-    # admitted 09:05 for 1 h: expected at 10:05, before now (11:00), yet still admitted
+    # admitted 09:05 for 1 h: expected at 10:05, before the snapshot (10:30), yet still admitted
     w = workload("late", admitted="2026-12-01T09:05:00Z", maximumExecutionTimeSeconds=3_600)
     result = run(w)
     assert job_of(result, "ns/late")["placed"]["end"] == "2026-12-01T12:00:00Z"
-    assert any("before now, yet still admitted" in n for n in notes_of(result, "ns/late"))
+    assert any("before the snapshot, yet still admitted" in n for n in notes_of(result, "ns/late"))
     job = result.compile().jobs[0]
     assert job.placed is not None and (job.placed.start, job.placed.end) == (0, 3)
 
@@ -943,7 +956,7 @@ def test_snapshot_outside_a_fixed_horizon_is_refused() -> None:
 def test_inference_that_no_longer_fits_is_an_input_error() -> None:
     # chat needs 2 GPUs of h100 at every slot; four 8-GPU jobs run on all four nodes
     ws = [
-        workload(f"r{i}", admitted="2026-12-01T10:00:00Z", maximumExecutionTimeSeconds=3600)
+        workload(f"r{i}", admitted="2026-12-01T10:00:00Z", maximumExecutionTimeSeconds=7200)
         for i in range(4)
     ]
     with pytest.raises(InputError) as err:

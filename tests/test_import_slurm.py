@@ -887,6 +887,24 @@ def test_running_past_the_estimate_and_past_the_limit() -> None:
     result.compile()
 
 
+def test_a_running_job_whose_limit_ends_between_the_snapshot_and_now_is_not_past_it() -> None:
+    """Snapshot 10:20, now 11:00 (slots of 60 min round up). Job 1 started 09:30 with a 60 min
+    limit: killed at 10:30, after the snapshot: it is not running past its limit, and by now its
+    GPUs are free, so it is left out (it was held until 12:00 with a false "past its time limit").
+    Job 2, started 09:30 with a 180 min limit, ends at 12:30 and stays placed."""
+    result = run(
+        running(1, start_time=wrap(T0 - 3000), time_limit=wrap(60)),
+        running(2, start_time=wrap(T0 - 3000), time_limit=wrap(180), nodes="g02"),
+    )
+    assert list(jobs_of(result)) == ["2"]
+    assert jobs_of(result)["2"]["placed"]["end"] == "2026-12-01T12:30:00Z"
+    assert notes_of(result) == [
+        "1: time_limit: expected to end at 2026-12-01T10:30:00Z, after the snapshot but by now "
+        "(2026-12-01T11:00:00Z), where the plan starts: its GPUs are free then; left out"
+    ]
+    result.compile()
+
+
 def test_a_running_job_on_a_node_that_is_down_is_left_out_with_the_planners_message() -> None:
     cluster = small_cluster(outages=[{"node": "h100-0", "start": 0, "end": 3}])
     result = run(running(), job(2), cluster=cluster)

@@ -1032,15 +1032,24 @@ class _Importer:
                 first, start_text = 0, clock.time(0)
             expected = start + timedelta(minutes=duration_minutes(job["duration"]) or 0)
             last = clock.up(expected)
-            if last <= clock.now:
+            if expected <= clock.snapshot:
                 last = clock.now + 1
                 self.note(
                     w,
                     "duration",
                     f"expected to end at {iso(expected)} ({job['duration']} after its "
-                    f"admission), before now, yet still admitted: assumed to end at "
+                    f"admission), before the snapshot, yet still admitted: assumed to end at "
                     f"{clock.time(last)}",
                 )
+            elif last <= clock.now:
+                self.note(
+                    w,
+                    "duration",
+                    f"expected to end at {iso(expected)} ({job['duration']} after its "
+                    f"admission), after the snapshot but by now ({clock.time(clock.now)}), where "
+                    "the plan starts: its GPUs are free then; left out",
+                )
+                return None
             elif last > clock.slots:
                 self.note(
                     w,

@@ -830,7 +830,10 @@ class _Importer:
                     f"GPU index beyond {self.per_node[bad[0]] - 1} on {bad[0]}: ignored",
                 )
                 known = None
-        minutes, start, ends = self.run_times(rec, job_id)
+        times = self.run_times(rec, job_id)
+        if times is None:
+            return []
+        minutes, start, ends = times
         release = min(max(rec.submit_time or start, self.start), start)
         priority = rec.priority if isinstance(rec.priority, int) else 0
         deadline = None
@@ -946,8 +949,9 @@ class _Importer:
             )
         return None
 
-    def run_times(self, rec: _Record, job_id: str) -> tuple[int, datetime, datetime]:
-        """(planned minutes, placed start, placed end) of a running job, within the horizon."""
+    def run_times(self, rec: _Record, job_id: str) -> tuple[int, datetime, datetime] | None:
+        """(planned minutes, placed start, placed end) of a running job, within the horizon;
+        None (with a note) when it ends between the snapshot and `now`."""
         minutes, limit = self.minutes(rec, job_id)
         started = rec.start_time
         if started is None:
@@ -960,27 +964,30 @@ class _Importer:
             started = self.snapshot
         ends = started + timedelta(minutes=minutes)
         at_limit = started + timedelta(minutes=limit) if limit is not None else None
-        if self.slot(ends, up=True) <= self.now_slot:
-            if (
-                at_limit is not None
-                and at_limit > ends
-                and self.slot(at_limit, True) > self.now_slot
-            ):
-                ends = at_limit
-                self.note(
-                    job_id,
-                    "time_limit",
-                    f"has run past the estimate: expected to end at its limit, {iso(ends)}",
-                )
-            else:
-                limited = f"its time limit ({iso(at_limit)})" if at_limit else "its expected end"
-                ends = self.at(self.now_slot + 1)
-                self.note(
-                    job_id,
-                    "time_limit",
-                    f"still running past {limited}: assumed to end at {iso(ends)}, one slot "
-                    "after now",
-                )
+        if ends <= self.snapshot and at_limit is not None and at_limit > self.snapshot:
+            ends = at_limit  # past the estimate, not the limit: Slurm lets it run until then
+            self.note(
+                job_id,
+                "time_limit",
+                f"has run past the estimate: expected to end at its limit, {iso(ends)}",
+            )
+        if ends <= self.snapshot:
+            limited = f"its time limit ({iso(at_limit)})" if at_limit else "its expected end"
+            ends = self.at(self.now_slot + 1)
+            self.note(
+                job_id,
+                "time_limit",
+                f"still running past {limited}: assumed to end at {iso(ends)}, one slot "
+                "after now",
+            )
+        elif self.slot(ends, up=True) <= self.now_slot:
+            self.skip(
+                job_id,
+                "time_limit",
+                f"expected to end at {iso(ends)}, after the snapshot but by now "
+                f"({iso(self.at(self.now_slot))}), where the plan starts: its GPUs are free then",
+            )
+            return None
         start = started
         if started < self.start:
             start = self.start
