@@ -119,7 +119,7 @@ def test_fixture_pending_jobs_field_by_field(imported: Imported) -> None:
             "release": "2026-12-01T09:00:00Z",
         }
     # 1022: INFINITE time limit -> the whole horizon, 48 h; priority 0 (held) -> 1.
-    assert jobs["1022"]["duration"] == "2880m"
+    assert jobs["1022"]["duration"] == "240m"
     assert jobs["1022"]["priority"] == 1
     # 1040: eligible_time 18:00 (--begin) is later than its submit time: released then.
     assert jobs["1040"]["release"] == "2026-12-01T18:00:00Z"
@@ -207,8 +207,8 @@ def test_fixture_notes(imported: Imported) -> None:
         "the instance: dropped",
         "1020: gres: asks for no GPUs (the planner plans GPU work); left out",
         "1021: partition: 'viz': no pool of the cluster file lists it in `partitions`; left out",
-        "1022: time_limit: INFINITE: planned for the whole horizon (2880m), the longest it can "
-        "run in the plan",
+        "1022: time_limit: INFINITE, and no completed runs of hank/notebook in sacct to estimate "
+        "from: planned for 240m (--default-duration), re-estimated at every import while it runs",
         "1022: priority: held (priority 0 or a hold): planned at priority 1, though it starts "
         "only when released",
         "1030: nodes: runs on login-01, not in the cluster file's node_names: its GPUs are not "
@@ -361,12 +361,12 @@ def one(result: Imported) -> dict[str, Any]:
         (wrap(90), "90m", None),  # v0.0.40+
         (90, "90m", None),  # v0.0.38 and earlier
         (90.0, "90m", None),
-        (None, "1440m", "unset or INFINITE"),  # v0.0.38's INFINITE
-        ({"set": False, "infinite": True, "number": 0}, "1440m", "INFINITE"),
-        ({"set": False, "infinite": False, "number": 0}, "1440m", "unset or INFINITE"),
-        (4294967295, "1440m", "INFINITE"),  # the raw sentinels
-        (4294967294, "1440m", "unset or INFINITE"),
-        (0, "1440m", "0 (none)"),
+        (None, "240m", "unset or INFINITE"),  # v0.0.38's INFINITE
+        ({"set": False, "infinite": True, "number": 0}, "240m", "INFINITE"),
+        ({"set": False, "infinite": False, "number": 0}, "240m", "unset or INFINITE"),
+        (4294967295, "240m", "INFINITE"),  # the raw sentinels
+        (4294967294, "240m", "unset or INFINITE"),
+        (0, "240m", "0 (none)"),
     ],
 )
 def test_time_limit_forms(value: Any, duration: str, note: str | None) -> None:
@@ -376,10 +376,22 @@ def test_time_limit_forms(value: Any, duration: str, note: str | None) -> None:
     if note is None:
         assert notes == []
     else:
-        assert notes == [
-            f"1: time_limit: {note}: planned for the whole horizon (1440m), the longest it can "
-            "run in the plan"
-        ]
+        (only,) = notes
+        assert only.startswith(f"1: time_limit: {note}, and no completed runs of ")
+        assert only.endswith(
+            "in sacct to estimate from: planned for 240m (--default-duration), re-estimated at "
+            "every import while it runs"
+        )
+
+
+def test_a_job_without_a_limit_or_history_gets_the_default_duration() -> None:
+    """Planned for the whole horizon it could never fit beside anything; the default is given
+    by the user, capped at the horizon (24 h here), and refused when it is not a duration."""
+    unlimited = job(time_limit=0)
+    assert one(run(unlimited, default_duration="90m"))["duration"] == "90m"
+    assert one(run(unlimited, default_duration="3d"))["duration"] == "1440m"
+    with pytest.raises(InputError, match="default_duration: not a duration: 'soon'"):
+        run(unlimited, default_duration="soon")
 
 
 def test_long_time_limit_is_capped_at_the_longest_duration() -> None:

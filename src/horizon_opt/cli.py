@@ -1234,6 +1234,13 @@ def import_slurm_cmd(
         ),
     ] = None,
     now: Snapshot = None,
+    default_duration: Annotated[
+        str,
+        typer.Option(
+            help="Run time of a job with no time limit (INFINITE) and no completed runs in "
+            "--sacct to estimate it from; noted per job."
+        ),
+    ] = "4h",
 ) -> None:
     """Slurm's queue: pending jobs to plan, running jobs placed on their nodes."""
     inputs = [("the squeue file", squeue), ("the cluster file", cluster)]
@@ -1250,6 +1257,7 @@ def import_slurm_cmd(
             snapshot=_snapshot(now),
             squeue_source=str(squeue),
             sacct_source=str(sacct),
+            default_duration=default_duration,
         )
     _write_imported(imported, output)
 

@@ -14,7 +14,7 @@ read.
 | `job_state` | PENDING: a job to plan; RUNNING (also CONFIGURING): a `placed` job; anything else (COMPLETED, CANCELLED, COMPLETING, SUSPENDED, ...) is left out with a note |
 | `partition` (`"a,b"`) | `pools`: every pool whose `partitions` (cluster file) name one of them |
 | `gres_detail`, `tres_per_job`, `tres_per_node` x `node_count`, `tres_per_task` x `tasks`, `tres_req_str` (`tres_alloc_str` first for a running job) | `gpus` (the first of these that names GPUs: `gres/gpu:8`, `gres/gpu:h100:4`, `gres/gpu=8`, `gpu:8(IDX:0-7)`); a GPU type (`h100`) keeps the pools whose name or `gpu_type` names it |
-| `time_limit` (minutes) | `duration: "<minutes>m"` on every allowed pool; with sacct history the estimate described in `estimate_minutes`; INFINITE, unset or 0: the whole horizon (noted) |
+| `time_limit` (minutes) | `duration: "<minutes>m"` on every allowed pool; with sacct history the estimate described in `estimate_minutes`; INFINITE, unset or 0 without history: `default_duration` (4h unless given, noted) |
 | `priority` (Slurm's integer) | `priority = 1 + 9 * p / max p` over the imported jobs, rounded to 0.01: 1..10 |
 | `submit_time` (epoch s) | `release` (ISO); before the horizon start: the horizon start; a later `eligible_time` (`--begin`) wins |
 | `deadline` (epoch s; 0 or unset = none) | `deadline` (ISO): the job ends by then (Slurm cancels it when it cannot) |
@@ -56,7 +56,7 @@ from horizon_opt.importers.slurm_strings import (
     parse_gres_detail,
 )
 from horizon_opt.importers.source import read_json
-from horizon_opt.instance import compile_instance
+from horizon_opt.instance import compile_instance, duration_minutes
 from horizon_opt.io import parse_spec
 from horizon_opt.spec import MAX_SLOTS, show
 from horizon_opt.times import iso
@@ -81,6 +81,7 @@ __all__ = [
 ]
 
 MIN_HISTORY = 3  # completed runs sacct must show before their run times replace the time limit
+DEFAULT_DURATION = "4h"  # a job with no time limit and no history (as Kueue's default)
 MAX_ARRAY_TASKS = 10_000  # tasks imported from one pending array record; the rest get a note
 _COMPILE_PASSES = 20  # rounds of "leave out the jobs the compiler refuses"
 
@@ -497,11 +498,13 @@ class _Importer:
         snapshot: datetime,
         history: History | None,
         source: str,
+        default_minutes: int,
     ) -> None:
         self.cluster = cluster
         self.snapshot = snapshot
         self.history = history
         self.source = source
+        self.default_minutes = default_minutes
         self.notes: list[Note] = []
         self.step = timedelta(minutes=cluster.horizon.slot_minutes)
         self.start = horizon_start(cluster, snapshot)
@@ -657,13 +660,14 @@ class _Importer:
             what = {None: "unset or INFINITE", INFINITE: "INFINITE", 0: "0 (none)"}.get(
                 rec.time_limit, ""
             )
+            minutes = min(self.default_minutes, horizon)
             self.note(
                 job_id,
                 "time_limit",
-                f"{what}: planned for the whole horizon ({horizon}m), the longest it can run "
-                "in the plan",
+                f"{what}, and no completed runs of {rec.user}/{rec.name} in sacct to estimate "
+                f"from: planned for {minutes}m (--default-duration), re-estimated at every "
+                "import while it runs",
             )
-            minutes = horizon
         else:
             minutes = limit
         longest = MAX_SLOTS * self.cluster.horizon.slot_minutes
@@ -1265,13 +1269,17 @@ def import_slurm(
     snapshot: datetime | None = None,
     squeue_source: str = "squeue",
     sacct_source: str = "sacct",
+    default_duration: str = DEFAULT_DURATION,
 ) -> Imported:
     """The jobs of `squeue --json` (parsed: `read_json`) around `cluster`, as an instance.
 
     `sacct`: parsed `sacct --json` (finished jobs): run-time estimates (`estimate_minutes`) and
     whether a finished job that a queued one depends on completed OK. `snapshot`: the time of
     the snapshot when squeue's payload does not say it (`last_update`); default now (noted).
-    `name`: the instance's name unless the cluster file gives one. `squeue_source` and
+    `default_duration`: the run time of a job with no time limit (INFINITE, unset or 0) and no
+    history to estimate it from (`90m`, `4h`, `2d`); a job would otherwise be planned for the
+    whole horizon and never fit. `name`: the instance's name unless the cluster file gives
+    one. `squeue_source` and
     `sacct_source` name the payloads in messages (the CLI passes the file names). A payload of
     the wrong shape raises InputError, one line per problem, each naming its JSON path.
     """
@@ -1283,6 +1291,9 @@ def import_slurm(
         )
         if payload is not None and (note := check_slurm(payload, kind, source)) is not None
     ]
+    default_minutes = duration_minutes(default_duration)
+    if default_minutes is None or default_minutes <= 0:
+        raise InputError([f"default_duration: not a duration: {show(default_duration)} (e.g. 4h)"])
     problems: list[str] = []
     f = _Fields(squeue_source, problems)
     raw = f.job_list(squeue, "squeue --json output")
@@ -1291,7 +1302,9 @@ def import_slurm(
     if problems:
         raise InputError(problems)
     history = read_history(sacct, sacct_source) if sacct is not None else None
-    importer = _Importer(cluster, when, history, squeue_source)
+    importer = _Importer(
+        cluster, when, history, squeue_source, math.ceil(default_minutes - 1e-9)
+    )
     for source, note in versions:
         importer.note("", f"{source}: meta.plugin", note)
     if snapshot_note is not None:
