@@ -96,3 +96,34 @@ def test_a_kueue_api_version_outside_the_documented_ones_is_noted(tmp_path: Path
     assert "kueue.x-k8s.io/v1 is outside the documented kueue.x-k8s.io/v1beta1 and" in (
         result.stderr
     )
+
+
+def test_notes_of_one_cause_are_one_line_unless_all_are_asked_for(tmp_path: Path) -> None:
+    """One array record of twelve pending tasks on a partition no pool lists was twelve
+    identical lines (real payloads gave thousands); the summary says it once, with the count
+    and three of the tasks."""
+    payload = json.loads((DATA / "slurm" / "squeue.json").read_text())
+    array = next(j for j in payload["jobs"] if j["job_id"] == 1010)
+    payload["jobs"] = [{**array, "array_task_string": "0-11", "partition": "nowhere"}]
+    queue = tmp_path / "squeue.json"
+    queue.write_text(json.dumps(payload))
+    cluster = str(DATA / "slurm" / "cluster.yaml")
+    base = ["import", "slurm", str(queue), "-c", cluster, "-o", str(tmp_path / "inst.yaml")]
+    summary = runner.invoke(app, base)
+    assert summary.exit_code == 0, summary.output
+    lines = [line for line in summary.stderr.splitlines() if "nowhere" in line]
+    assert lines == [
+        "note: partition: 'nowhere': no pool of the cluster file lists it in `partitions`; "
+        "left out (12 jobs: 1010_0, 1010_1, 1010_2 and 9 more)"
+    ]
+    every = runner.invoke(app, [*base, "--notes", "all"])
+    assert len([line for line in every.stderr.splitlines() if "nowhere" in line]) == 12
+    bad = runner.invoke(app, [*base, "--notes", "some"])
+    assert bad.exit_code == 2 and "use summary or all, got 'some'" in bad.output
+
+
+def test_note_lines_keep_single_notes_as_they_are() -> None:
+    from horizon_opt.importers.result import Note, note_lines
+
+    notes = [Note("a", "gres", "x"), Note("", "meta", "y"), Note("a", "gres", "x")]
+    assert note_lines(notes) == ["a: gres: x", "meta: y"]

@@ -40,7 +40,7 @@ from horizon_opt.forecast import (
 )
 from horizon_opt.importers import Imported, read_cluster
 from horizon_opt.importers.kueue import import_kueue, read_workloads
-from horizon_opt.importers.result import count_line
+from horizon_opt.importers.result import count_line, note_lines
 from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.importers.source import read_json
 from horizon_opt.importers.table import import_table
@@ -1170,6 +1170,22 @@ Snapshot = Annotated[
     ),
 ]
 
+NotesShown = Annotated[
+    str,
+    typer.Option(
+        "--notes",
+        help="summary: one line per cause, with how many jobs it affected and a few of them "
+        "(an array's tasks share one line); all: every note.",
+        callback=lambda value: _one_of(value, "--notes", ("summary", "all")),
+    ),
+]
+
+
+def _one_of(value: str, option: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise typer.BadParameter(f"use {' or '.join(choices)}, got {value!r}", param_hint=option)
+    return value
+
 
 def _snapshot(text: str | None) -> datetime | None:
     if text is None:
@@ -1180,12 +1196,14 @@ def _snapshot(text: str | None) -> datetime | None:
     return when
 
 
-def _write_imported(imported: Imported, output: Path) -> None:
-    """Notes on stderr, the instance (checked to compile) to `output`."""
+def _write_imported(imported: Imported, output: Path, notes: str) -> None:
+    """Notes on stderr (`notes`: "summary", one line per cause, or "all"), the instance
+    (checked to compile) to `output`."""
     with _input_errors():
         instance = imported.compile()
-    for note in imported.notes:
-        typer.echo(f"note: {note}", err=True)
+    lines = [str(n) for n in imported.notes] if notes == "all" else note_lines(imported.notes)
+    for line in lines:
+        typer.echo(f"note: {line}", err=True)
     typer.echo(count_line(imported.notes, len(instance.jobs)), err=True)
     if is_stdout(output):
         typer.echo(imported.to_yaml(), nl=False)
@@ -1203,6 +1221,7 @@ def import_csv_cmd(
     cluster: ClusterOption,
     output: ImportOutput,
     now: Snapshot = None,
+    notes: NotesShown = "summary",
 ) -> None:
     """A plain job table: the columns are the instance file's job fields."""
     with _input_errors():
@@ -1215,7 +1234,7 @@ def import_csv_cmd(
             read_cluster(cluster),
             snapshot=_snapshot(now) or datetime.now(UTC),
         )
-    _write_imported(imported, output)
+    _write_imported(imported, output, notes)
 
 
 @import_app.command("slurm")
@@ -1241,6 +1260,7 @@ def import_slurm_cmd(
             "--sacct to estimate it from; noted per job."
         ),
     ] = "4h",
+    notes: NotesShown = "summary",
 ) -> None:
     """Slurm's queue: pending jobs to plan, running jobs placed on their nodes."""
     inputs = [("the squeue file", squeue), ("the cluster file", cluster)]
@@ -1259,7 +1279,7 @@ def import_slurm_cmd(
             sacct_source=str(sacct),
             default_duration=default_duration,
         )
-    _write_imported(imported, output)
+    _write_imported(imported, output, notes)
 
 
 @import_app.command("kueue")
@@ -1282,6 +1302,7 @@ def import_kueue_cmd(
             "maximumExecutionTimeSeconds or activeDeadlineSeconds); noted per job."
         ),
     ] = "4h",
+    notes: NotesShown = "summary",
 ) -> None:
     """Kueue Workloads: pending ones to plan, admitted ones running on their flavor's pool."""
     with _input_errors():
@@ -1297,7 +1318,7 @@ def import_kueue_cmd(
             default_duration=default_duration,
             source=str(workloads),
         )
-    _write_imported(imported, output)
+    _write_imported(imported, output, notes)
 
 
 @app.command("schema")

@@ -85,3 +85,25 @@ def count_line(notes: Iterable[Note], jobs: int) -> str:
         f"{jobs} jobs imported; {len(notes)} note(s) on {affected} job(s) about what could not "
         "be mapped as is"
     )
+
+
+EXAMPLES = 3  # job ids a summary line names before "and N more"
+
+
+def note_lines(notes: Iterable[Note]) -> list[str]:
+    """One line per cause: the notes that say the same thing (field and problem) of several
+    jobs, such as every task of an array, become one line with the count and a few job ids;
+    a cause of one job stays its note. Lines keep the order of each cause's first note."""
+    groups: dict[tuple[str, str], list[Note]] = {}
+    for note in notes:
+        groups.setdefault((note.field, note.problem), []).append(note)
+    lines = []
+    for (field, problem), group in groups.items():
+        jobs = list(dict.fromkeys(n.job for n in group if n.job))
+        if len(jobs) < 2:  # one job's note (said once, however often it was noted)
+            lines.append(str(group[0]))
+            continue
+        named = ", ".join(jobs[:EXAMPLES])
+        more = f" and {len(jobs) - EXAMPLES:,} more" if len(jobs) > EXAMPLES else ""
+        lines.append(f"{field}: {problem} ({len(jobs):,} jobs: {named}{more})")
+    return lines
