@@ -205,7 +205,8 @@ def test_fixture_notes(imported: Imported) -> None:
         "left out",
         "1008: dependency: after:1002 (starts once that job has started) is not expressed in "
         "the instance: dropped",
-        "1020: gres: asks for no GPUs (the planner plans GPU work); left out",
+        "1020: gres: asks for no GPUs (tres_req_str: cpu=32,mem=128G,node=1,billing=32; the "
+        "planner plans GPU work); left out",
         "1021: partition: 'viz': no pool of the cluster file lists it in `partitions`; left out",
         "1022: time_limit: INFINITE, and no completed runs of hank/notebook in sacct to estimate "
         "from: planned for 240m (--default-duration), re-estimated at every import while it runs",
@@ -727,7 +728,14 @@ def test_running_jobs_that_fill_a_node_beyond_its_gpus() -> None:
         ),
         (
             {"tres_per_node": ""},
-            "1: gres: holds no GPUs (the planner plans GPU work); left out",
+            "1: gres: no GPU field is set (tres_per_job, tres_per_node, tres_per_task, "
+            "tres_req_str, tres_alloc_str are all empty or absent): taken as asking for no GPUs "
+            "(the planner plans GPU work); left out",
+        ),
+        (  # a CPU-only job on a host the cluster file does not name: not about GPUs at all
+            {"nodes": "cpu-07", "tres_per_node": "", "tres_alloc_str": "cpu=4,mem=8G"},
+            "1: gres: holds no GPUs (tres_alloc_str: cpu=4,mem=8G; the planner plans GPU work); "
+            "left out",
         ),
     ],
 )
@@ -1070,7 +1078,7 @@ def test_partitions_and_pools(fields: dict[str, Any], pools: list[str], note: st
         ({"partition": ""}, "partition: no partition"),
         (
             {"tres_per_node": "", "tres_req_str": "cpu=4,mem=8G"},
-            "gres: asks for no GPUs (the planner plans GPU work)",
+            "gres: asks for no GPUs (tres_req_str: cpu=4,mem=8G; the planner plans GPU work)",
         ),
         (
             {"tres_per_node": "gres/gpu:12"},

@@ -461,6 +461,25 @@ def estimate_minutes(
     )
 
 
+def _no_gpus(rec: _Record, verb: str) -> str:
+    """Why a job is not GPU work: what its TRES fields say, or that the payload has none."""
+    fields = {
+        "tres_per_job": rec.tres_per_job,
+        "tres_per_node": rec.tres_per_node,
+        "tres_per_task": rec.tres_per_task,
+        "tres_req_str": rec.tres_req_str,
+        "tres_alloc_str": rec.tres_alloc_str,
+    }
+    said = {k: v for k, v in fields.items() if v}
+    if not said:
+        return (
+            f"no GPU field is set ({', '.join(fields)} are all empty or absent): taken as "
+            "asking for no GPUs (the planner plans GPU work)"
+        )
+    first, text = next(iter(said.items()))
+    return f"{verb} no GPUs ({first}: {text}; the planner plans GPU work)"
+
+
 # --------------------------------------------------------------------------------------------
 # The import
 
@@ -775,7 +794,7 @@ class _Importer:
 
     def pending(self, rec: _Record, job_id: str, held: bool, gpus: Gpus | None) -> _Job | None:
         if gpus is None:
-            self.skip(job_id, "gres", "asks for no GPUs (the planner plans GPU work)")
+            self.skip(job_id, "gres", _no_gpus(rec, "asks for"))
             return None
         pools = self.allowed_pools(rec, job_id, gpus)
         if not pools:
@@ -891,12 +910,15 @@ class _Importer:
             shown = ", ".join(unknown[:5]) + (
                 f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
             )
-            self.skip(
-                job_id,
-                "nodes",
-                f"runs on {shown}, not in the cluster file's node_names: its GPUs are not "
-                "reserved in the plan",
-            )
+            if gpus is None and not any(g for g in rec.gres_detail or []):
+                self.skip(job_id, "gres", _no_gpus(rec, "holds"))
+            else:
+                self.skip(
+                    job_id,
+                    "nodes",
+                    f"runs on {shown}, not in the cluster file's node_names: its GPUs are not "
+                    "reserved in the plan",
+                )
             return None
         nodes = [self.hosts[h] for h in hosts]
         host_of = dict(zip(nodes, hosts, strict=True))
@@ -924,7 +946,7 @@ class _Importer:
             counts = {n: share for n in nodes}
             known = None
         if not counts:
-            self.skip(job_id, "gres", "holds no GPUs (the planner plans GPU work)")
+            self.skip(job_id, "gres", _no_gpus(rec, "holds"))
             return None
         over = [n for n, c in counts.items() if c > self.per_node[n]]
         if over:
