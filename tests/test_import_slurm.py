@@ -709,6 +709,27 @@ def test_running_jobs_that_fill_a_node_beyond_its_gpus() -> None:
     result.compile()
 
 
+def test_gpu_fields_that_disagree_are_noted_and_the_allocation_wins() -> None:
+    """Job 1 asks for 0 GPUs per node and was allocated 2 (tres_alloc_str): 2, noted. Job 2's
+    gres_detail says it holds none on g02 while its allocation says 2: the count is the
+    allocation's, spread as without gres_detail, noted. Job 3's fields agree: no note."""
+    result = run(
+        running(1, tres_per_node="gres/gpu:0", tres_alloc_str="cpu=4,gres/gpu=2"),
+        running(2, nodes="g02", gres_detail=["gpu:h100:0"], tres_alloc_str="gres/gpu=2"),
+        running(3, nodes="g02", tres_per_node="gres/gpu:2", tres_alloc_str="gres/gpu=2"),
+    )
+    jobs = jobs_of(result)
+    assert [jobs[k]["gpus"] for k in ("1", "2", "3")] == [2, 2, 2]
+    assert notes_of(result) == [
+        "1: tres_alloc_str: tres_per_node says 0, tres_alloc_str 2: took tres_alloc_str (the "
+        "allocation)",
+        "2: tres_alloc_str: tres_per_node says 1, tres_alloc_str 2: took tres_alloc_str (the "
+        "allocation)",
+        "2: gres_detail: holds 0 GPUs on its nodes, its TRES say 2: took the TRES count",
+    ]
+    result.compile()
+
+
 @pytest.mark.parametrize(
     ("fields", "note"),
     [
@@ -718,7 +739,7 @@ def test_running_jobs_that_fill_a_node_beyond_its_gpus() -> None:
             "reserved in the plan; left out",
         ),
         (
-            {"nodes": "g01", "gres_detail": ["gpu:h100:9(IDX:0-8)"]},
+            {"nodes": "g01", "gres_detail": ["gpu:h100:9(IDX:0-8)"], "tres_per_node": "gres/gpu:9"},
             "1: gres_detail: holds 9 GPUs of g01, which has 8 in the cluster file: its GPUs "
             "are not reserved in the plan (fix gpus_per_node); left out",
         ),

@@ -654,15 +654,27 @@ class _Importer:
             ("tres_per_task", rec.tres_per_task, tasks),
             ("tres_req_str", rec.tres_req_str, 1),
         ]
+        said: list[tuple[str, Gpus]] = []  # (field, the job's GPUs by it) of each field set
         for name, text, times in sources:
             try:
                 found = parse_gpus(text)
             except ValueError as exc:
                 self.note(job_id, name, f"{exc}: ignored")
                 continue
-            if found is not None and found.count > 0:
-                return Gpus(found.count * times, found.types)
-        return None
+            if found is not None:
+                said.append((name, Gpus(found.count * times, found.types)))
+        chosen = next(((n, g) for n, g in said if g.count > 0), None)
+        if chosen is None:
+            return None
+        others = [f"{n} says {g.count}" for n, g in said if g.count != chosen[1].count]
+        if others:
+            why = "the allocation" if chosen[0] == "tres_alloc_str" else "the first that names any"
+            self.note(
+                job_id,
+                chosen[0],
+                f"{'; '.join(others)}, {chosen[0]} {chosen[1].count}: took {chosen[0]} ({why})",
+            )
+        return chosen[1]
 
     def minutes(self, rec: _Record, job_id: str) -> tuple[int, int | None]:
         """(planned minutes, time limit in minutes or None when there is none)."""
@@ -925,6 +937,14 @@ class _Importer:
         counts: dict[str, int] = {}
         known: dict[str, list[int]] | None = {}
         details = self.details(rec, job_id, len(hosts))
+        detailed = sum(d.count for d in details) if details is not None else None
+        if detailed is not None and gpus is not None and detailed != gpus.count:
+            took = "gres_detail (where they sit)" if detailed else "the TRES count"
+            self.note(
+                job_id,
+                "gres_detail",
+                f"holds {detailed} GPUs on its nodes, its TRES say {gpus.count}: took {took}",
+            )
         if details is not None and any(d.count for d in details):
             for node, d in zip(nodes, details, strict=True):
                 if d.count:
@@ -1003,8 +1023,7 @@ class _Importer:
             self.note(
                 job_id,
                 "time_limit",
-                f"still running past {limited}: assumed to end at {iso(ends)}, one slot "
-                "after now",
+                f"still running past {limited}: assumed to end at {iso(ends)}, one slot after now",
             )
         elif self.slot(ends, up=True) <= self.now_slot:
             self.skip(
@@ -1324,9 +1343,7 @@ def import_slurm(
     if problems:
         raise InputError(problems)
     history = read_history(sacct, sacct_source) if sacct is not None else None
-    importer = _Importer(
-        cluster, when, history, squeue_source, math.ceil(default_minutes - 1e-9)
-    )
+    importer = _Importer(cluster, when, history, squeue_source, math.ceil(default_minutes - 1e-9))
     for source, note in versions:
         importer.note("", f"{source}: meta.plugin", note)
     if snapshot_note is not None:
