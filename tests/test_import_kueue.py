@@ -436,6 +436,22 @@ def test_partial_admission_counts_the_admitted_pods() -> None:
     )
 
 
+def test_gpus_charged_to_the_quota_that_disagree_with_the_requests_are_noted() -> None:
+    """Kueue charged 0 GPUs (resourceUsage) to a pod set whose pods request 2 each: the pods
+    hold what they request, so the requests stand, with a note; an agreeing usage says nothing."""
+    w = workload("p", gpus="2", count=2, admitted="2026-12-01T10:00:00Z")
+    w["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = {"nvidia.com/gpu": "0"}
+    result = run(w)
+    assert job_of(result, "ns/p")["gpus"] == 4
+    usage = "status.admission.podSetAssignments[main].resourceUsage"
+    assert [n for n in notes_of(result, "ns/p") if n.startswith(usage)] == [
+        f"{usage}: Kueue charged 0 GPUs to pod set main, its pods request 4: took the requests "
+        "(the kubelet allocates what pods request; quota accounting can differ)"
+    ]
+    w["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = {"nvidia.com/gpu": "4"}
+    assert not [n for n in notes_of(run(w), "ns/p") if n.startswith(usage)]
+
+
 def test_a_workload_expected_to_end_between_the_snapshot_and_now_is_left_out() -> None:
     """Snapshot 10:30, now 11:00. Admitted 10:00 for at most an hour, it ends at 11:00: not
     past its end at the snapshot, and its GPUs are free by the time the plan starts."""

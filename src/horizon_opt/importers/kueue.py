@@ -8,7 +8,7 @@ array of them (the `items` of such a List), is read the same way.
 | Kueue field | instance field |
 | --- | --- |
 | `metadata.namespace` + `/` + `metadata.name` | `id` (`team-a/job-train-5f2c1`; FORMAT.md allows any non-empty id, and Kubernetes names hold no `/`, so it is kept as is; no namespace: `default`, noted) |
-| sum over `spec.podSets[]` of `count` x the pod's GPUs | `gpus` (a pod's GPUs: the sum over its containers of `resources.requests` of `nvidia.com/gpu` and `amd.com/gpu`, or `limits` when there is no request, or the largest init container's when that is more, as Kubernetes counts a pod's request; quantities `"8"`, `8`, `"1k"` are whole numbers; an admitted pod set counts the pods Kueue admitted) |
+| sum over `spec.podSets[]` of `count` x the pod's GPUs | `gpus` (a pod's GPUs: the sum over its containers of `resources.requests` of `nvidia.com/gpu` and `amd.com/gpu`, or `limits` when there is no request, or the largest init container's when that is more, as Kubernetes counts a pod's request; quantities `"8"`, `8`, `"1k"` are whole numbers; an admitted pod set counts the pods Kueue admitted; a `resourceUsage` of the GPU resources that differs from the requests is noted, and the requests stand, since the kubelet allocates what pods request) |
 | `status.admission.podSetAssignments[].flavors` (the GPU resource's ResourceFlavor) | `pools` of an admitted workload: the pool whose `flavors` lists it in the cluster file |
 | annotation `horizon-opt/pools: "h100,a100"` | `pools` of a pending workload; else the pools of the flavors that admitted workloads of the same LocalQueue (`metadata.namespace`, `spec.queueName`) hold; else every pool (both noted) |
 | annotation `horizon-opt/duration: "6h"` | `duration`, the same on every pool (`90m`, `6h`, `1.5h`, `2d`) |
@@ -156,6 +156,7 @@ class _Assignment:
     flavors: dict[str, str]
     count: int | None
     hosts: dict[str, int] | None  # topology assignment by hostname: host -> pods
+    usage: int | None = None  # GPUs of the pod set its quota was charged (resourceUsage)
 
 
 @dataclass(frozen=True)
@@ -334,10 +335,14 @@ def _parse(item: Any, index: int, path: str, resources: Sequence[str]) -> _Workl
             a_name = _str_at(asg, "name", aspath) or "main"
             if a_name not in names:
                 raise _Bad(_at(aspath, "name"), f"no pod set {a_name!r} in spec.podSets")
+            upath = _at(aspath, "resourceUsage")
+            usage = _object_at(asg, "resourceUsage", aspath)
+            charged = [_gpu_quantity(usage[r], _at(upath, r)) for r in resources if r in usage]
             assignments[a_name] = _Assignment(
                 _str_map_at(asg, "flavors", aspath),
                 _int_at(asg, "count", aspath, lo=0, hi=_INT32),
                 topology_hosts(asg.get("topologyAssignment"), _at(aspath, "topologyAssignment")),
+                sum(charged) if charged else None,
             )
     return _Workload(
         index=index,
@@ -824,6 +829,15 @@ class _Importer:
                     w,
                     f"status.admission.podSetAssignments[{ps.name}].count",
                     f"partially admitted: {given.count} of {ps.count} pods of pod set {ps.name}",
+                )
+            asked = counts[ps.name] * ps.gpus
+            if given is not None and given.usage is not None and given.usage != asked:
+                self.note(
+                    w,
+                    f"status.admission.podSetAssignments[{ps.name}].resourceUsage",
+                    f"Kueue charged {given.usage} GPUs to pod set {ps.name}, its pods request "
+                    f"{asked}: took the requests (the kubelet allocates what pods request; "
+                    "quota accounting can differ)",
                 )
         running = w.is_true("Admitted") and not w.is_true("Evicted")
         candidates = self.running_pool(w) if running else self.pending_pools(w)
