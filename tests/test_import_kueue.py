@@ -452,6 +452,69 @@ def test_gpus_charged_to_the_quota_that_disagree_with_the_requests_are_noted() -
     assert not [n for n in notes_of(run(w), "ns/p") if n.startswith(usage)]
 
 
+def test_a_workload_being_deleted_is_left_out() -> None:
+    w = workload("gone", admitted="2026-12-01T10:00:00Z")
+    w["metadata"]["deletionTimestamp"] = "2026-12-01T10:25:00Z"
+    result = run(items(w, workload("kept")))
+    assert [j["id"] for j in result.document["jobs"]] == ["ns/kept"]
+    assert notes_of(result, "ns/gone") == [
+        "metadata.deletionTimestamp: being deleted since 2026-12-01T10:25:00Z: its pods are "
+        "stopping: left out"
+    ]
+
+
+@pytest.mark.parametrize(
+    "pin",
+    [
+        {"nodeSelector": {"kubernetes.io/hostname": "gpu-h100-03"}},
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {
+                                        "key": "kubernetes.io/hostname",
+                                        "operator": "In",
+                                        "values": ["gpu-h100-03"],
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                }
+            }
+        },
+    ],
+)
+def test_a_workload_pinned_to_a_host_runs_there(pin: Json) -> None:
+    """Kueue records no nodes without a topology assignment, but a pod pinned to one host by a
+    nodeSelector or a required node affinity runs there: placed on h100-2 (gpu-h100-03), not on
+    the lowest node with room. Pending, the pin is noted: an instance has no per-node pin."""
+    running = workload("on3", gpus="4", admitted="2026-12-01T10:00:00Z")
+    running["spec"]["podSets"][0]["template"]["spec"].update(pin)
+    pending = workload("wants3", gpus="4")
+    pending["spec"]["podSets"][0]["template"]["spec"].update(pin)
+    result = run(items(running, pending))
+    assert job_of(result, "ns/on3")["placed"]["gpus"] == {"h100-2": [0, 1, 2, 3]}
+    assert not any("node placement assumed" in n for n in notes_of(result, "ns/on3"))
+    assert (
+        "spec.podSets: pinned to gpu-h100-03 by node affinity: planned on its pool, where the "
+        "plan may choose other nodes (an instance does not pin a job to a node)"
+    ) in notes_of(result, "ns/wants3")
+    result.compile()
+
+
+def test_a_pending_workload_longer_than_the_horizon_is_noted_at_import() -> None:
+    """48 one-hour slots from 09:00, now 11:00: 46 hours are left; a 3-day workload cannot end."""
+    w = workload("long", maximumExecutionTimeSeconds=3 * 86400)
+    assert [n for n in notes_of(run(w), "ns/long") if n.startswith("duration")] == [
+        "duration: 3d is longer than what is left of the horizon after now (46h): it cannot end "
+        "within it, so no plan starts it (lengthen horizon.slots)"
+    ]
+
+
 def test_a_workload_expected_to_end_between_the_snapshot_and_now_is_left_out() -> None:
     """Snapshot 10:30, now 11:00. Admitted 10:00 for at most an hour, it ends at 11:00: not
     past its end at the snapshot, and its GPUs are free by the time the plan starts."""

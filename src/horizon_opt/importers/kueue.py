@@ -20,7 +20,7 @@ array of them (the `items` of such a List), is read the same way.
 | annotation `horizon-opt/deadline: "2026-12-02T06:00:00Z"` | `deadline`; none without it |
 | annotation `horizon-opt/kind: training` | `kind`; `other` without it |
 | condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`; v1beta1 `domains` or v1beta2 `slices`, importers/topology.py) named in `pools[].node_names`, one placed part per host when the placement rule cannot hold its GPUs per node (importers/parts.py), else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
-| condition `Finished` True, or `spec.active: false` | left out (noted) |
+| condition `Finished` True, `spec.active: false`, or `metadata.deletionTimestamp` set | left out (noted) |
 | conditions `Evicted`, `Preempted` True, `QuotaReserved` False with reason `Inadmissible`, `QuotaReserved` True without `Admitted` (admission checks pending: then on the reserved flavor's pool) | a pending job (not placed), noted with the condition's reason and message |
 
 The annotations are read on the Workload's `metadata.annotations`, then on its pod sets'
@@ -74,7 +74,7 @@ from horizon_opt.importers.kube import what as _what
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
 from horizon_opt.importers.payload import kueue_version_notes
 from horizon_opt.importers.result import Imported, Note, gpu_indices
-from horizon_opt.importers.topology import topology_hosts
+from horizon_opt.importers.topology import HOSTNAME_LEVEL, topology_hosts
 from horizon_opt.instance import duration_minutes
 from horizon_opt.spec import JOB_KINDS, MAX_PRIORITY, MAX_SLOTS, show
 from horizon_opt.times import iso
@@ -149,6 +149,7 @@ class _PodSet:
     gpus: int  # per pod
     deadline: int | None  # activeDeadlineSeconds
     annotations: dict[str, str]
+    pinned: tuple[str, ...] = ()  # hosts its pods must run on (nodeSelector or node affinity)
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,7 @@ class _Workload:
     conditions: dict[str, _Condition]
     assignments: dict[str, _Assignment] | None  # None: Kueue has not reserved quota
     uncounted: tuple[str, ...]  # GPU-like resources it asks for that are not counted
+    deleting: str | None = None  # metadata.deletionTimestamp: being deleted
 
     def condition(self, kind: str) -> _Condition | None:
         return self.conditions.get(kind)
@@ -264,6 +266,7 @@ def _parse(item: Any, index: int, path: str, resources: Sequence[str]) -> _Workl
     )
     annotations = _str_map_at(meta, "annotations", mpath)
     annotation_paths = {k: _at(_at(mpath, "annotations"), k) for k in annotations}
+    deleting = _str_at(meta, "deletionTimestamp", mpath)
 
     spec = _object_at(item, "spec", path, required=True)
     spath = _at(path, "spec")
@@ -295,6 +298,7 @@ def _parse(item: Any, index: int, path: str, resources: Sequence[str]) -> _Workl
                 _pod_gpus(pod, podpath, resources, uncounted),
                 _int_at(pod, "activeDeadlineSeconds", podpath, lo=1, hi=2**63 - 1),
                 tann,
+                _pinned_hosts(pod, podpath),
             )
         )
     names = [p.name for p in podsets]
@@ -361,7 +365,32 @@ def _parse(item: Any, index: int, path: str, resources: Sequence[str]) -> _Workl
         conditions=conditions,
         assignments=assignments,
         uncounted=tuple(sorted(uncounted)),
+        deleting=deleting,
     )
+
+
+def _pinned_hosts(pod: Mapping[str, Any], path: str) -> tuple[str, ...]:
+    """The hosts a pod must run on: its nodeSelector's `kubernetes.io/hostname`, or the values
+    of a required node affinity `kubernetes.io/hostname In [...]` (when every term says so)."""
+    selector = _str_map_at(pod, "nodeSelector", path)
+    if HOSTNAME_LEVEL in selector:
+        return (selector[HOSTNAME_LEVEL],)
+    affinity = pod.get("affinity")
+    node = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") if node else None
+    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+    hosts: list[str] = []
+    for term in terms if isinstance(terms, list) else []:
+        exprs = term.get("matchExpressions") if isinstance(term, dict) else None
+        found = [
+            e.get("values")
+            for e in (exprs if isinstance(exprs, list) else [])
+            if isinstance(e, dict) and e.get("key") == HOSTNAME_LEVEL and e.get("operator") == "In"
+        ]
+        if not found or not isinstance(found[0], list):
+            return ()  # a term that allows other hosts: not pinned
+        hosts += [h for h in found[0] if isinstance(h, str) and h not in hosts]
+    return tuple(hosts)
 
 
 def _items(workloads: Any) -> list[tuple[str, Any]]:
@@ -801,6 +830,13 @@ class _Importer:
         if finished is not None and finished.true:
             self.note(w, "status.conditions.Finished", f"finished ({finished.why()}): left out")
             return None
+        if w.deleting is not None:
+            self.note(
+                w,
+                "metadata.deletionTimestamp",
+                f"being deleted since {w.deleting}: its pods are stopping: left out",
+            )
+            return None
         if not w.active:
             self.note(
                 w,
@@ -849,14 +885,32 @@ class _Importer:
             self.note(w, "spec.podSets", text if gang.pools else f"{text}: left out")
         if not gang.pools:
             return None
+        minutes = self.duration(w)
         job: dict[str, Any] = {
             "id": w.id,
             "kind": self.kind(w),
             "priority": self.priority(w),
             "gpus": gang.gpus,
-            "duration": _duration_text(self.duration(w)),
+            "duration": _duration_text(minutes),
             "pools": [p.name for p in gang.pools],
         }
+        left = (self.clock.slots - self.clock.now) * self.cluster.horizon.slot_minutes
+        if not running and minutes > left:
+            self.note(
+                w,
+                "duration",
+                f"{_duration_text(minutes)} is longer than what is left of the horizon after "
+                f"now ({_duration_text(left)}): it cannot end within it, so no plan starts it "
+                "(lengthen horizon.slots)",
+            )
+        pinned = sorted({h for ps in w.podsets for h in ps.pinned})
+        if pinned and not running:
+            self.note(
+                w,
+                "spec.podSets",
+                f"pinned to {', '.join(pinned)} by node affinity: planned on its pool, where the "
+                "plan may choose other nodes (an instance does not pin a job to a node)",
+            )
         return self.times(w, job, running, gang.pools[0])
 
     def kind(self, w: _Workload) -> str:
@@ -1101,16 +1155,20 @@ class _Importer:
 
 
 def _job_hosts(w: _Workload) -> dict[str, int] | None:
-    """GPUs per host from the topology assignments of every GPU pod set, or None."""
+    """GPUs per host from the topology assignments of every GPU pod set (or the one host its
+    pods are pinned to), or None."""
     out: dict[str, int] = {}
     counts = w.counts()
     for ps in w.podsets:
         if not ps.gpus or not counts[ps.name]:
             continue
         asg = (w.assignments or {}).get(ps.name)
-        if asg is None or asg.hosts is None:
+        hosts = asg.hosts if asg is not None else None
+        if hosts is None and len(ps.pinned) == 1:  # every pod pinned to one host
+            hosts = {ps.pinned[0]: counts[ps.name]}
+        if hosts is None:
             return None
-        for host, pods in asg.hosts.items():
+        for host, pods in hosts.items():
             out[host] = out.get(host, 0) + pods * ps.gpus
     return out or None
 
