@@ -1,0 +1,121 @@
+"""What sacct's history (`sacct --json`: finished jobs) says: run-time estimates and the
+outcome of finished jobs.
+
+`import slurm --sacct` reads it (`read_history`) to plan a queued job for what the same user's
+completed jobs of the same name took rather than its time limit (`estimate_minutes`), and to
+tell whether a finished job that a queued one depends on completed OK (`History.states`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from horizon_opt.errors import InputError
+from horizon_opt.importers.payload import check_slurm
+from horizon_opt.importers.slurm_reader import Fields as _Fields
+from horizon_opt.importers.slurm_reader import base_state as _base_state
+from horizon_opt.spec import show
+
+__all__ = ["MIN_HISTORY", "History", "estimate_minutes", "read_history"]
+
+MIN_HISTORY = 3  # completed runs sacct must show before their run times replace the time limit
+
+
+@dataclass
+class History:
+    """What sacct says about finished jobs: the fraction of its time limit each completed run
+    used, by (user, job name) and by partition; completed runs' elapsed minutes; and the base
+    state of every job (`"12"`, an array task `"10_3"`, an array's tasks under `"10"`)."""
+
+    ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (user, name)
+    by_partition: dict[str, list[float]] = field(default_factory=dict)
+    elapsed: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # minutes
+    states: dict[str, list[str]] = field(default_factory=dict)  # "12", "10_3" -> base states
+    arrays: dict[str, list[str]] = field(default_factory=dict)  # "10" -> its tasks' states
+
+
+def read_history(payload: Any, source: str = "sacct") -> History:
+    """The history in parsed `sacct --json` output; InputError names the JSON path of a field
+    of the wrong type."""
+    check_slurm(payload, "sacct", source)
+    problems: list[str] = []
+    f = _Fields(source, problems)
+    history = History()
+    for k, job in enumerate(f.job_list(payload, "sacct --json output")):
+        path = f"jobs[{k}]"
+        if not isinstance(job, dict):
+            f.fail(path, f"expected a job object, got {show(job)}")
+            continue
+        job_id = f.job_id(job, path)
+        time = f.mapping(job, "time", path)
+        state = f.mapping(job, "state", path)
+        array = f.mapping(job, "array", path)
+        elapsed = f.number(time, "elapsed", f"{path}.time", "seconds")
+        limit = f.number(time, "limit", f"{path}.time", "minutes")
+        current = f.strings(state, "current", f"{path}.state")
+        array_job = f.number(array, "job_id", f"{path}.array", "a job id")
+        task = f.number(array, "task_id", f"{path}.array", "an array task id")
+        user = f.string(job, "user", path)
+        name = f.string(job, "name", path)
+        partitions = f.string(job, "partition", path)
+        if job_id is None or problems:
+            continue
+        base = _base_state(current)
+        history.states.setdefault(str(job_id), []).append(base)
+        if isinstance(array_job, int) and array_job and isinstance(task, int):
+            history.states.setdefault(f"{array_job}_{task}", []).append(base)
+            history.arrays.setdefault(str(array_job), []).append(base)
+        if base != "COMPLETED" or not isinstance(elapsed, int):
+            continue
+        if isinstance(limit, int) and limit > 0:
+            ratio = min(elapsed / 60 / limit, 1.0)
+            history.ratios.setdefault((user, name), []).append(ratio)
+            for p in partitions.split(","):
+                history.by_partition.setdefault(p.strip(), []).append(ratio)
+        history.elapsed.setdefault((user, name), []).append(elapsed / 60)
+    if problems:
+        raise InputError(problems)
+    return history
+
+
+def estimate_minutes(
+    limit: int | None, user: str, name: str, partitions: list[str], history: History
+) -> tuple[int, str] | None:
+    """A run-time estimate from sacct history, with the note that says how; None: no estimate.
+
+    Slurm kills a job at its time limit, so users ask for generous limits (often the
+    partition's maximum) and most jobs end well before them; planning every job at its limit
+    leaves the cluster idle behind jobs that have finished. The estimate is the median fraction
+    of their limits that the same user's completed jobs of the same name used (at least
+    MIN_HISTORY of them; else the partition's completed jobs), applied to this job's limit and
+    rounded up to a minute. The ratio carries over when a user changes the limit; the median
+    ignores the odd hung or quick-failing run; only COMPLETED runs count (a failed or
+    cancelled run says nothing about the work). It is never above the limit: Slurm ends the
+    job there. A job without a limit (`limit` None) gets the median elapsed time of the same
+    user's completed jobs of that name.
+    """
+    if limit is None:
+        runs = history.elapsed.get((user, name), [])
+        if len(runs) < MIN_HISTORY:
+            return None
+        minutes = max(1, math.ceil(statistics.median(runs) - 1e-9))
+        return minutes, (
+            f"no time limit; sacct: {len(runs)} completed runs of {user}/{name} took a median "
+            f"{minutes} min: planned for {minutes}m"
+        )
+    ratios = history.ratios.get((user, name), [])
+    whose = f"{user}/{name}"
+    if len(ratios) < MIN_HISTORY:
+        ratios = [r for p in partitions for r in history.by_partition.get(p, [])]
+        whose = f"partition {', '.join(partitions)}"
+        if len(ratios) < MIN_HISTORY:
+            return None
+    ratio = statistics.median(ratios)
+    minutes = min(limit, max(1, math.ceil(limit * ratio - 1e-9)))
+    return minutes, (
+        f"time limit {limit} min; sacct: {len(ratios)} completed runs of {whose} used a median "
+        f"{ratio:.0%} of their limits: planned for {minutes}m (the limit stays the bound)"
+    )
