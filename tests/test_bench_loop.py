@@ -284,7 +284,7 @@ def test_loop_summary_by_hand() -> None:
     # cpsat: realized 90, 60 -> 75; vs backfill 90/75, 60/50 -> 1.2, 1.2 -> +20%; SLO short
     # 0, 1% -> 0.50%; preemptions 0, 1 -> 0.5; GPU-h 0, 10 -> 5; plan s 0, 2 -> 1, max 2
     assert (
-        "| fam | synthetic | cpsat | 2 | 75 | +20.0% | 60.0% | 0.50% | 0.5 | 5 | 1.0 / 2.0 |"
+        "| fam | synthetic | cpsat | 2 | 75 | +20.0% | 60.0% | 0.50% | 0.5 | 5 | - | 1.0 / 2.0 |"
         in text
     )
     # cpsat-oracle: 100, 200, 100 -> 100; vs backfill 1.33, 4, 1.11 -> +33.3%

@@ -478,6 +478,17 @@ def test_early_ends_let_an_online_policy_start_the_next_job_sooner() -> None:
         assert r.realized_pwo == 24.0
 
 
+def test_a_start_predicted_two_hours_ahead_is_a_promise_and_its_error_is_reported() -> None:
+    """QUEUE (slots of 60 minutes): backfill's first plan starts `second` at slot 4, 4 hours
+    ahead: a promise. When `first` ends at slot 2, second starts then: 2 hours early. `first`
+    starts now, no promise. Without noise the promise holds: error 0."""
+    inst = build(QUEUE)
+    early = replay(inst, world(inst, {"first": 0.5}), policy("backfill", 2, 0), FAST)
+    assert (early.promised, early.promise_error_hours) == (1, 2.0)
+    exact = replay(inst, world(inst), policy("backfill", 2, 0), FAST)
+    assert (exact.promised, exact.promise_error_hours) == (1, 0.0)
+
+
 @pytest.mark.parametrize("solver", sorted(SOLVERS))
 @pytest.mark.parametrize("mode", ["online", "periodic", "every-slot", "open"])
 def test_every_solver_replays_in_every_mode(toy: Instance, solver: str, mode: str) -> None:

@@ -79,12 +79,16 @@ def _fmt(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> 
 
 
 def _med(runs: Sequence[Run], policy: str, key: str) -> float | None:
-    return median([float(r[policy][key]) for r in runs if policy in r])
+    """The median of a figure over the runs that have it (rows written before a figure existed
+    leave it empty)."""
+    values = [r[policy].get(key) for r in runs if policy in r]
+    return median([float(v) for v in values if v is not None and v != ""])
 
 
 def policy_table(rows: Sequence[Row], top: str, order: Sequence[str]) -> str:
     """Per family, world and policy: medians of realized pwo, of the per-run ratios to backfill
-    and to the top rung, SLO shortfall, preemptions, GPU-hours lost and plan time."""
+    and to the top rung, SLO shortfall, preemptions, GPU-hours lost, the error of starts
+    promised 2 h or more ahead, and plan time."""
     lines: list[list[str]] = []
     for (family, world), runs in runs_by_group(rows).items():
         for p in order:
@@ -105,11 +109,12 @@ def policy_table(rows: Sequence[Row], top: str, order: Sequence[str]) -> str:
                     _fmt(_med(runs, p, "slo_short_share"), ".2f", 100, "%"),
                     _fmt(_med(runs, p, "preemptions"), "g"),
                     _fmt(_med(runs, p, "lost_gpu_hours"), ",.0f"),
+                    _fmt(_med(runs, p, "promise_error_hours"), ".1f"),
                     f"{_fmt(_med(runs, p, 'solver_seconds'), '.1f')} / {plan_max:.1f}",
                 ]
             )
     header = ["family", "world", "policy", "runs", "realized pwo", f"vs {BASE}"]
-    header += [f"share of {top}", "SLO short", "preemptions", "GPU-h lost"]
+    header += [f"share of {top}", "SLO short", "preemptions", "GPU-h lost", "promise error h"]
     return markdown_table([*header, "plan s (total / max one)"], lines) + "\n"
 
 

@@ -78,6 +78,8 @@ LOOP_FIELDS = [  # the columns of a closed-loop suite's results.csv: a row per p
     "mean_moved",
     "solver_seconds",
     "max_solver_seconds",
+    "promised",
+    "promise_error_hours",
     # the run's, shared by its policies
     "wall_seconds",
     "peak_mib",
@@ -86,12 +88,12 @@ LOOP_FIELDS = [  # the columns of a closed-loop suite's results.csv: a row per p
 _INT_FIELDS = {"seed", "jobs", "slots", "nodes", "gpus", "workers", "violations"}
 _INT_FIELDS |= {"completed", "scheduled", "failed", "cancelled", "cancelled_by_user"}
 _INT_FIELDS |= {"preemptions"}
-_INT_FIELDS |= {"decisions", "replans"}
+_INT_FIELDS |= {"decisions", "replans", "promised"}
 _FLOAT_FIELDS = {"time_limit", "pwo", "utilization", "reserved_idle_gpu_hours", "bound", "gap"}
 _FLOAT_FIELDS |= {"wall_seconds", "build_seconds", "peak_mib"}
 _FLOAT_FIELDS |= {"planned_pwo", "realized_pwo", "vs_fifo", "vs_backfill", "realized_utilization"}
 _FLOAT_FIELDS |= {"lost_gpu_hours", "slo_short_replica_hours", "slo_short_share", "mean_moved"}
-_FLOAT_FIELDS |= {"solver_seconds", "max_solver_seconds"}
+_FLOAT_FIELDS |= {"solver_seconds", "max_solver_seconds", "promise_error_hours"}
 
 
 def is_loop(rows: Sequence[Row]) -> bool:

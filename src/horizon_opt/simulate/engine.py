@@ -29,9 +29,13 @@ from horizon_opt.plan import Plan
 from horizon_opt.replan import replan
 from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.policy import Policy
+from horizon_opt.simulate.runtimes import Predicted, RunTimes
 from horizon_opt.simulate.world import World
 from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.solvers import SolveOptions, solve
+from horizon_opt.solvers.alone import AloneView
+
+PROMISE_AHEAD_MINUTES = 120  # a prediction this far ahead is a promise people plan around
 
 
 @dataclass
@@ -65,6 +69,11 @@ class Replay:
     solver_seconds: float  # total wall time of the plans
     max_solver_seconds: float
     cancelled_by_user: int = 0  # of `failed`: cancelled by their user while running
+    # Promises: jobs whose start a plan first predicted at least PROMISE_AHEAD_MINUTES ahead,
+    # and the median of |actual start - that first prediction| (a promised job that never
+    # started counts as starting at the horizon's end), as `squeue --start` would be judged.
+    promised: int = 0
+    promise_error_hours: float = 0.0
     # realized pwo at each slot boundary 0..S (jobs ended by then)
     realized_by_slot: list[float] = field(default_factory=list)
     audit: Audit | None = field(default=None, repr=False)  # what really ran (see `audit`)
@@ -92,6 +101,11 @@ class _Replayer:
         self.told = instance
         if policy.knows_runtimes:
             self.told = compile_instance(told_spec(instance, world), demands)
+        self.runtimes = None if policy.predict is None else RunTimes(policy.predict)
+        self.predicted = Predicted(instance) if self.runtimes is not None else None
+        self.believed: dict[int, int] = {}  # running job -> the end its last state planned on
+        self.predict: set[int] = set()  # the jobs the last state planned on a prediction
+        self.alone = AloneView(instance)
         self.order = topological_order(instance)
         self.policy = policy
         self.options = options
@@ -117,6 +131,9 @@ class _Replayer:
         self.planned_pwo: float | None = None
         self.starts: dict[int, list[int]] = {}  # slot -> job indices the plan starts then
         self.plan_gpus: dict[int, tuple[int, dict[int, tuple[int, ...]]]] = {}
+        self.plan_ends: dict[int, int] = {}  # job -> the end the plan gives it
+        self.promises: dict[int, int] = {}  # job -> the start first predicted far enough ahead
+        self.first_start: dict[int, int] = {}  # job -> when it first started
         self.reserved: IntArray = np.zeros((instance.num_nodes, instance.slots), dtype=np.int64)
         self.replicas: dict[int, IntArray] = {}  # service -> [S] reserved replicas
         self.extra: IntArray = np.zeros(instance.num_nodes, dtype=np.int64)  # at this slot
@@ -140,8 +157,16 @@ class _Replayer:
         known or done jobs, so leaving the rest out drops just the done ones from `after`), the
         running ones placed where they run."""
         running = {j: Running(run.pool, run.start, run.gpus) for j, run in self.running.items()}
+        told = self.told
+        if self.runtimes is not None and self.predicted is not None:
+            running = {
+                j: Running(r.pool, r.start, r.gpus, self.believed_end(j, t))
+                for j, r in running.items()
+            }
+            self.predict = self.to_predict(t)
+            told = self.predicted.told(self.runtimes, running, self.predict)
         try:
-            return instance_at(self.told, t, self.known(t), running)
+            return instance_at(told, t, self.known(t), running)
         except InstanceError as exc:  # the replay only builds states that its plans allow
             raise RuntimeError(
                 f"internal error: the state at slot {t} does not compile: {exc}"
@@ -185,14 +210,16 @@ class _Replayer:
             self.planned_pwo = new.objective
         if self.on_decision is not None:
             self.on_decision(f"slot {t}: {new.solver} pwo {new.objective:,.1f}")
-        self.adopt(new, t)
+        self.adopt(new, t, state)
 
-    def adopt(self, plan: Plan, t: int) -> None:
-        """Take a plan: its starts from `t` on and its inference reservation."""
+    def adopt(self, plan: Plan, t: int, state: Instance) -> None:
+        """Take a plan made for `state`: its starts from `t` on and its inference reservation."""
         self.plan = plan
         inst = self.inst
         self.starts = defaultdict(list)
+        ahead = -(-PROMISE_AHEAD_MINUTES // inst.slot_minutes)
         self.plan_gpus = {}
+        self.plan_ends = {}
         for a in plan.assignments:
             j = inst.job_index[a.job]
             if j in self.running or a.start < t:
@@ -200,7 +227,10 @@ class _Replayer:
             self.starts[a.start].append(j)
             gpus = {inst.node_index[n]: tuple(g) for n, g in a.gpus.items()}
             self.plan_gpus[j] = (inst.pool_index[a.pool], gpus)
-        layout = plan_layout(inst, plan)
+            self.plan_ends[j] = a.end
+            if j not in self.first_start and a.start - t >= ahead:
+                self.promises.setdefault(j, a.start)
+        layout = plan_layout(state, plan)
         if layout is None:  # every plan was checked: its blocks are a layout of the instance
             raise RuntimeError(f"internal error: {plan.solver}'s inference blocks are no layout")
         self.reserved = inst.capacity - layout.free
@@ -215,6 +245,9 @@ class _Replayer:
             run = self.running.pop(j)
             job = self.inst.jobs[j]
             self.gone.add(j)
+            self.believed.pop(j, None)
+            if self.runtimes is not None:
+                self.runtimes.observe(run.end - run.start, job.durations[run.pool])
             user = job.id in self.world.cancels
             self.record(run, "cancelled" if user else "failed" if run.fails else "completed")
             if run.fails:
@@ -286,33 +319,115 @@ class _Replayer:
             short += actual - got
         return serving, demand, short, preempted
 
+    def believed_end(self, j: int, t: int) -> int | None:
+        """The end a planner sees for running job `j` at `t`: a job planned on a prediction holds
+        its GPUs until its planned end; past it, it runs on borrowed time, until the next slot
+        as far as planners know (a start or inference that needs its GPUs preempts it)."""
+        if j not in self.believed:
+            return None  # planned on its limit: its estimate, where Slurm kills it
+        return max(self.believed[j], t + 1)
+
+    def overrunning(self, j: int, t: int) -> bool:
+        return j in self.believed and self.believed[j] <= t
+
+    def to_predict(self, t: int) -> set[int]:
+        """The waiting jobs a `-predict` policy bets on: those whose limit cannot end in time
+        from `t` even alone on the cluster (see `simulate.runtimes`)."""
+        S = self.inst.slots
+        return {
+            j
+            for j in self.known(t)
+            if j not in self.running
+            and self.inst.jobs[j].release <= t
+            and not self.alone.can_start(self.inst.jobs[j], t, self.inst.jobs[j].latest_end(S))
+        }
+
+    def down_from(self, run: _Run, t: int) -> int:
+        """The first slot from `t` at which a node of the run is down (or the horizon's end):
+        a job that outlives its prediction into an outage is stopped there."""
+        down = ~self.inst.up[list(run.gpus), t:].all(axis=0)
+        return t + int(np.argmax(down)) if down.any() else self.inst.slots
+
+    def stop_on_outages(self, t: int) -> bool:
+        """Stop the runs on a node that is down at `t` (only a run that outlived the end its plan
+        believed can be there); returns whether one was stopped."""
+        stopped = [j for j, r in self.running.items() if self.down_from(r, t) == t]
+        for j in stopped:
+            self.stop(j, t)
+        return bool(stopped)
+
     def preempt_one(self, pool: int, t: int) -> bool:
-        """Stop the lowest-value running job on `pool` (latest start first among equals)."""
+        """Stop a job on `pool`: one on borrowed time first, else the lowest-value one (latest
+        start first among equals)."""
         on_pool = [j for j, r in self.running.items() if r.pool == pool]
         if not on_pool:
             return False
-        j = min(on_pool, key=lambda k: (self.inst.jobs[k].value, -self.running[k].start, k))
+        j = min(
+            on_pool,
+            key=lambda k: (
+                not self.overrunning(k, t),
+                self.inst.jobs[k].value,
+                -self.running[k].start,
+                k,
+            ),
+        )
+        self.stop(j, t)
+        return True
+
+    def stop(self, j: int, t: int) -> None:
+        """Preempt running job `j` at `t`: it loses its progress and waits again."""
         run = self.running.pop(j)
+        self.believed.pop(j, None)
         job = self.inst.jobs[j]
         self.record(run, "preempted", end=t)
         self.preemptions += 1
         self.lost += job.gpus * (t - run.start) * self.inst.hours_per_slot
-        return True
 
-    def start_jobs(self, t: int) -> bool:
-        """Start what the plan starts at `t`; returns whether a start was blocked."""
-        blocked = False
-        used = self.batch_gpus()
+    def holdings(self) -> tuple[IntArray, dict[int, set[int]]]:
+        """GPUs the running jobs use per node, and which."""
         held: dict[int, set[int]] = defaultdict(set)
         for r in self.running.values():
             for n, g in r.gpus.items():
                 held[n].update(g)
+        return self.batch_gpus(), held
+
+    def reclaim(self, gpus: dict[int, tuple[int, ...]], t: int) -> bool:
+        """Preempt the jobs on borrowed time that hold any of `gpus` (a planned start needs
+        them); returns whether one was stopped."""
+        takers = [
+            k
+            for k, r in self.running.items()
+            if self.overrunning(k, t)
+            and any(set(r.gpus.get(n, ())) & set(g) for n, g in gpus.items())
+        ]
+        for k in takers:
+            self.stop(k, t)
+        return bool(takers)
+
+    def reclaim_for_inference(self, t: int) -> None:
+        """Preempt jobs on borrowed time on the nodes where the plan's inference reservation at
+        `t` needs their GPUs."""
+        used = self.batch_gpus()
+        for n in np.flatnonzero(used + self.reserved[:, t] > self.inst.capacity[:, t]).tolist():
+            for k in [k for k, r in self.running.items() if n in r.gpus]:
+                if (
+                    self.overrunning(k, t)
+                    and self.batch_gpus()[n] + self.reserved[n, t] > (self.inst.capacity[n, t])
+                ):
+                    self.stop(k, t)
+
+    def start_jobs(self, t: int) -> bool:
+        """Start what the plan starts at `t`; returns whether a start was blocked."""
+        blocked = False
+        used, held = self.holdings()
         for j in self.starts.get(t, []):
             if j in self.gone or j in self.running:
                 continue
             job = self.inst.jobs[j]
             pool, gpus = self.plan_gpus[j]
             ready = all(p in self.done for p in job.after)
+            if ready and self.reclaim(gpus, t):
+                used, held = self.holdings()
             fits = all(
                 not held[n] & set(g)
                 and used[n] + len(g) + self.reserved[n, t] + self.extra[n]
@@ -325,10 +440,22 @@ class _Replayer:
             estimate = job.durations[pool]
             real = self.world.run_slots(job.id, estimate)
             self.running[j] = _Run(j, pool, t, t + real, dict(gpus), job.id in self.world.fails)
+            self.first_start.setdefault(j, t)
+            if j in self.predict:  # planned on its prediction: an event if it outlives it
+                self.believed[j] = self.plan_ends[j]
             for n, g in gpus.items():
                 used[n] += len(g)
                 held[n].update(g)
         return blocked
+
+    def promise_figures(self) -> tuple[int, float]:
+        """(promised jobs, median error of their first predicted start in hours)."""
+        errors = [
+            abs(self.first_start.get(j, self.inst.slots) - start)
+            for j, start in self.promises.items()
+        ]
+        hours = float(np.median(errors)) * self.inst.hours_per_slot if errors else 0.0
+        return len(errors), hours
 
     def run(self) -> Replay:
         inst, policy = self.inst, self.policy
@@ -340,9 +467,13 @@ class _Replayer:
             event |= self.end_jobs(t)
             by_slot.append(self.realized)
             event |= t in releases
+            # a job planned on a prediction reaches its planned end still running
+            event |= any(end == t for end in self.believed.values())
+            event |= self.stop_on_outages(t)
             due = policy.due(t)
             if due or (event and not policy.open_loop):
                 self.decide(t, due)
+            self.reclaim_for_inference(t)
             served, wanted, missing, preempted = self.serve_inference(t)
             blocked = self.start_jobs(t)
             event = preempted or blocked
@@ -361,6 +492,7 @@ class _Replayer:
             short += missing
         self.end_jobs(inst.slots)  # the jobs that end with the horizon
         by_slot.append(self.realized)
+        promised, promise_error = self.promise_figures()
         return Replay(
             policy=policy.name,
             planned_pwo=self.planned_pwo if policy.open_loop else None,
@@ -380,6 +512,8 @@ class _Replayer:
             solver_seconds=float(sum(self.seconds)),
             max_solver_seconds=max(self.seconds, default=0.0),
             realized_by_slot=by_slot,
+            promised=promised,
+            promise_error_hours=promise_error,
             audit=Audit(self.runs, self.ran_replicas, self.served),
         )
 

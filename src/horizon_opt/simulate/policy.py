@@ -13,6 +13,9 @@ The oracle ladder: the same solver, planning when it would (online or periodic),
 the future than it could know: `<solver>-runtimes` each job's actual run time instead of its
 estimate, `<solver>-arrivals` every job of the horizon before its release, `<solver>-oracle`
 both, the top rung. The rungs measure what foresight is worth; none is told the actual demand.
+
+`<solver>-predict` is told nothing more: it bets on the jobs whose limits cannot end in time, on
+run times learned from the runs that have ended so far (`simulate.runtimes`).
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from horizon_opt.errors import InputError
+from horizon_opt.simulate.runtimes import DEFAULT_QUANTILE
 from horizon_opt.solvers import SOLVERS
 
 ONLINE = ("fifo", "fifo-elastic", "backfill", "backfill-static", "backfill-value")
-SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle")  # told beyond what it has seen
+SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle", "-predict")
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class Policy:
     stability: float = 0.0  # the re-plans' stability weight (see `replan`)
     knows_runtimes: bool = False  # planners see each job's actual run time, not its estimate
     knows_arrivals: bool = False  # planners see every job of the horizon before its release
+    predict: float | None = None  # plan on this quantile of the run times seen so far
 
     @property
     def online(self) -> bool:
@@ -49,9 +54,15 @@ class Policy:
         return self.every is not None and t % self.every == 0
 
 
-def policy(name: str, every: int, freeze: int, stability: float = 0.0) -> Policy:
+def policy(
+    name: str,
+    every: int,
+    freeze: int,
+    stability: float = 0.0,
+    quantile: float = DEFAULT_QUANTILE,
+) -> Policy:
     """The policy called `name` (a solver, optionally with a suffix of `SUFFIXES`);
-    `stability` applies to the re-plans of periodic policies."""
+    `stability` applies to the re-plans of periodic policies, `quantile` to `-predict`."""
     suffix = next((s for s in SUFFIXES if name.endswith(s)), "")
     solver = name.removesuffix(suffix) if suffix else name
     if solver not in SOLVERS:
@@ -59,22 +70,21 @@ def policy(name: str, every: int, freeze: int, stability: float = 0.0) -> Policy
             [
                 f"--policy: unknown policy {name!r}; use a solver ({', '.join(SOLVERS)}), "
                 "optionally with -open (one plan knowing every arrival, executed as planned), "
-                "-runtimes (told the actual run times), -arrivals (told every arrival) or "
-                "-oracle (both)"
+                "-runtimes (told the actual run times), -arrivals (told every arrival), "
+                "-oracle (both) or -predict (bets on the jobs limits leave out, on run times "
+                "learned from the runs ended so far)"
             ]
         )
     if suffix == "-open":
         return Policy(name, solver, None, open_loop=True, knows_arrivals=True)
-    runtimes = suffix in ("-runtimes", "-oracle")
-    arrivals = suffix in ("-arrivals", "-oracle")
-    if solver in ONLINE:
-        return Policy(name, solver, None, knows_runtimes=runtimes, knows_arrivals=arrivals)
+    online = solver in ONLINE
     return Policy(
         name,
         solver,
-        every,
-        freeze,
-        stability=stability,
-        knows_runtimes=runtimes,
-        knows_arrivals=arrivals,
+        None if online else every,
+        0 if online else freeze,
+        stability=0.0 if online else stability,
+        knows_runtimes=suffix in ("-runtimes", "-oracle"),
+        knows_arrivals=suffix in ("-arrivals", "-oracle"),
+        predict=quantile if suffix == "-predict" else None,
     )

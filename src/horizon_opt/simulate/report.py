@@ -63,7 +63,8 @@ def format_table(replays: Sequence[Replay]) -> str:
     """A markdown table: what each policy realized, and what its plans cost to make."""
     head = (
         "| policy | planned pwo | realized pwo | vs fifo | vs backfill | of top rung | utilization | "
-        "preemptions (GPU-h lost) | SLO short | moved / re-plan | plans | solver s |"
+        "preemptions (GPU-h lost) | SLO short | promise error h (jobs) | moved / re-plan | "
+        "plans | solver s |"
     )
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for row, r in zip(rows(replays), replays, strict=True):
@@ -73,7 +74,7 @@ def format_table(replays: Sequence[Replay]) -> str:
             f"{_pct(row.get('vs_backfill'))} | {_share(row.get('of_top'))} | "
             f"{100 * r.realized_utilization:.1f}% | "
             f"{r.preemptions} ({r.lost_gpu_hours:,.0f}) | {100 * r.slo_short_share:.2f}% | "
-            f"{r.mean_moved:.1f} | {r.decisions} | {r.solver_seconds:,.1f} |"
+            f"{r.promise_error_hours:.1f} ({r.promised}) | {r.mean_moved:.1f} | {r.decisions} | {r.solver_seconds:,.1f} |"
         )
     return "\n".join(lines)
 

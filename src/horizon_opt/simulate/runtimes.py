@@ -1,0 +1,131 @@
+"""Run-time predictions learned in the loop, for the jobs that limits leave out.
+
+Users' estimates are limits: Slurm kills a job there, and most jobs end well before. A job
+whose limit cannot end in time from now, even alone on the cluster (a long gang that no trough
+between two inference peaks holds, a deadline closer than the limit), never runs under a planner
+that plans on limits, though it would often end in time. A policy with `-predict` plans such a
+job on a predicted run time: the `quantile` of the run/limit ratios of the runs that have ended
+so far (completed, failed or cancelled; a preempted run says only that its job would have run
+longer, so it is left out), times its limit. Starting it is a bet that it ends within that with
+probability `quantile`, so its priority is that much less: a bet goes after sure work of the
+same value. Every other job stays on its limit.
+
+A job planned on a prediction holds its GPUs until its planned end; past it, it runs on
+borrowed time, and a planned start or inference that needs its GPUs preempts it (the engine,
+`simulate.engine`). Until `min_runs` runs have ended a prediction is the limit, as Slurm plans.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.packing import pack
+from horizon_opt.snapshot import Running
+
+DEFAULT_QUANTILE = 0.5
+MIN_RUNS = 10
+
+
+@dataclass
+class RunTimes:
+    """Run/limit ratios of the runs ended so far, and the share of a limit they predict."""
+
+    quantile: float = DEFAULT_QUANTILE
+    min_runs: int = MIN_RUNS
+    ratios: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.quantile <= 1.0:
+            raise ValueError(f"quantile must be in (0, 1], got {self.quantile}")
+
+    def observe(self, ran: int, limit: int) -> None:
+        """A run that ended after `ran` slots of a `limit`-slot limit."""
+        self.ratios.append(min(ran / limit, 1.0))
+
+    def ratio(self) -> float:
+        """The `quantile` of the ratios (1.0, the limit, before `min_runs` runs have ended)."""
+        if len(self.ratios) < self.min_runs:
+            return 1.0
+        return float(np.quantile(self.ratios, self.quantile))
+
+
+class Predicted:
+    """The instance a predicting policy plans on: the jobs it bets on with their predicted run
+    times and discounted priority, every other job as it is, and the forecast trimmed at the
+    slots where a job on borrowed time holds GPUs that the forecast's replicas need (the plans
+    before it reserved them; inference takes them back in the world). A trim lasts, so every
+    later state agrees with the plans that ran before it."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.demand = {s.index: s.demand.astype(float).copy() for s in instance.services}
+        self.cache: tuple[tuple[float, frozenset[int]], Instance] | None = None
+
+    def told(
+        self, runtimes: RunTimes, running: Mapping[int, Running], predict: Collection[int]
+    ) -> Instance:
+        """The instance whose states the planner sees: the `predict` jobs on their predicted
+        run times, every other job on its limit, given the running jobs' believed ends."""
+        trimmed = self.trim(running)
+        ratio = runtimes.ratio()
+        key = (ratio, frozenset(predict))
+        if self.cache is not None and self.cache[0] == key and not trimmed:
+            return self.cache[1]
+        inst = self.instance
+        names = [p.name for p in inst.pools]
+        jobs = [
+            spec
+            if job.index not in predict
+            else spec.model_copy(
+                update={
+                    "duration": {
+                        names[p]: max(1, math.ceil(ratio * d - 1e-9))
+                        for p, d in job.durations.items()
+                    },
+                    "pools": None,
+                    # it ends within its prediction with probability `quantile`: what it is
+                    # worth to start, per GPU-hour, is its priority that much less
+                    "priority": spec.priority * runtimes.quantile,
+                }
+            )
+            for spec, job in zip(inst.spec.jobs, inst.jobs, strict=True)
+        ]
+        spec = inst.spec.model_copy(update={"jobs": jobs})
+        told = compile_instance(spec, {k: v.tolist() for k, v in self.demand.items()})
+        self.cache = (key, told)
+        return told
+
+    def trim(self, running: Mapping[int, Running]) -> bool:
+        """Trim the forecast where the running jobs leave too little room for its required
+        replicas; returns whether anything was trimmed."""
+        inst = self.instance
+        taken = np.zeros((inst.num_nodes, inst.slots), dtype=np.int64)
+        for j, run in running.items():
+            limit = run.start + inst.jobs[j].durations[run.pool]
+            end = limit if run.end is None else run.end
+            for n, g in run.gpus.items():
+                taken[n, run.start : end] += len(g)
+        trimmed = False
+        for pool in inst.pools:
+            members = [s for s in inst.services if s.pool == pool.index]
+            rows = slice(pool.first_node, pool.first_node + pool.nodes)
+            busy = np.flatnonzero(taken[rows].any(axis=0))
+            for t in busy.tolist() if members else []:
+                req = [_req(self.demand[s.index][t], s.headroom) for s in members]
+                demands = [(s.gpus_per_replica, r) for s, r in zip(members, req, strict=True)]
+                placed, _ = pack(np.maximum(inst.capacity[rows, t] - taken[rows, t], 0), demands)
+                for k, s in enumerate(members):
+                    fit = int(placed[k].sum())
+                    if fit < req[k]:
+                        self.demand[s.index][t] = fit / (1 + s.headroom)
+                        trimmed = True
+        return trimmed
+
+
+def _req(demand: float, headroom: float) -> int:
+    return math.ceil(demand * (1 + headroom) - 1e-9)
