@@ -703,3 +703,26 @@ def test_cli_simulate_refuses_a_state(tmp_path: Path, edit: StateEdit) -> None:
     assert "leave out `now` and `placed`" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "every", "freeze", "predict"),
+    [
+        ("cpsat@30m/0", 1, 0, None),  # 30-minute slots
+        ("cpsat@2h/1h", 4, 2, None),
+        ("greedy@45m/10m", 2, 1, None),  # rounded up to slots
+        ("cpsat-predict@30m/0m", 1, 0, 0.5),
+        ("cpsat", 4, 4, None),  # the command's own cadence
+    ],
+)
+def test_a_policy_may_carry_its_own_cadence(
+    name: str, every: int, freeze: int, predict: float | None
+) -> None:
+    p = policy(name, 4, 4, slot_minutes=30)
+    assert (p.every, p.freeze, p.predict, p.name) == (every, freeze, predict, name)
+
+
+@pytest.mark.parametrize("name", ["backfill@30m/0", "cpsat@30m", "cpsat@soon/0", "cpsat-open@1h/0"])
+def test_a_cadence_only_for_a_re_planning_policy_with_two_durations(name: str) -> None:
+    with pytest.raises(InputError, match="--policy"):
+        policy(name, 4, 4, slot_minutes=30)

@@ -391,7 +391,9 @@ def simulate_cmd(
             "--policy",
             help="Comma-separated: solvers (fifo and backfill online, greedy and cpsat "
             "re-planning), or <solver>-open for a solver's one plan executed open loop; "
-            "-runtimes, -arrivals, -oracle: told the actual run times, every arrival, or both.",
+            "-runtimes, -arrivals, -oracle: told the actual run times, every arrival, or both; "
+            "-predict: bets on the jobs whose limits cannot end in time; @EVERY/FREEZE after a "
+            "re-planning one: its own cadence (cpsat@30m/0).",
         ),
     ] = "fifo,backfill,greedy,cpsat,cpsat-open",
     replan_every: Annotated[
@@ -449,7 +451,9 @@ def simulate_cmd(
         world_noise = Noise.parse(noise)
         every = max(1, _time_option(replan_every, inst, "--replan-every"))
         hold = _time_option(freeze, inst, "--freeze")
-        chosen = [policy(name, every, hold, stability) for name in names]
+        chosen = [
+            policy(name, every, hold, stability, slot_minutes=inst.slot_minutes) for name in names
+        ]
         if not chosen:
             raise InputError(["--policy: name at least one policy"])
         if inst.now or inst.placed:

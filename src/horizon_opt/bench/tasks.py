@@ -257,7 +257,10 @@ def make_loop_tasks(suite: Suite, instances: Sequence[BenchInstance]) -> list[Lo
     for inst in instances:
         every = max(1, _slots(loop.replan_every, inst.slot_minutes))
         freeze = _slots(loop.freeze, inst.slot_minutes)
-        policies = tuple(policy(n, every, freeze, loop.stability) for n in loop.policies)
+        policies = tuple(
+            policy(n, every, freeze, loop.stability, slot_minutes=inst.slot_minutes)
+            for n in loop.policies
+        )
         plans = sum(
             p.due(t) for p in policies if SOLVERS[p.solver].anytime for t in range(inst.slots)
         )

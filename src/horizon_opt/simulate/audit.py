@@ -189,8 +189,10 @@ def ran_plan(actual: Instance, instance: Instance, audit: Audit, policy: str) ->
 
 
 def audit_files(policy: str) -> tuple[str, str]:
-    """The names of a policy's audit files: the actual instance and the plan of what ran."""
-    return f"{policy}.actual.yaml", f"{policy}.ran.json"
+    """The names of a policy's audit files: the actual instance and the plan of what ran (a
+    cadence's `/` becomes `_`: `cpsat@30m/0` writes `cpsat@30m_0.actual.yaml`)."""
+    stem = policy.replace("/", "_")
+    return f"{stem}.actual.yaml", f"{stem}.ran.json"
 
 
 def write_audit(folder: Path, instance: Instance, audit: Audit, policy: str) -> Plan:

@@ -14,15 +14,20 @@ the future than it could know: `<solver>-runtimes` each job's actual run time in
 estimate, `<solver>-arrivals` every job of the horizon before its release, `<solver>-oracle`
 both, the top rung. The rungs measure what foresight is worth; none is told the actual demand.
 
+A re-planning policy may carry its own cadence: `cpsat@30m/0` re-plans every 30 minutes and holds
+no promised start (`@EVERY/FREEZE`, durations), whatever `--replan-every` and `--freeze` say.
+
 `<solver>-predict` is told nothing more: it bets on the jobs whose limits cannot end in time, on
 run times learned from the runs that have ended so far (`simulate.runtimes`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from horizon_opt.errors import InputError
+from horizon_opt.instance import duration_minutes
 from horizon_opt.simulate.runtimes import DEFAULT_QUANTILE
 from horizon_opt.solvers import SOLVERS
 
@@ -60,19 +65,27 @@ def policy(
     freeze: int,
     stability: float = 0.0,
     quantile: float = DEFAULT_QUANTILE,
+    slot_minutes: int | None = None,
 ) -> Policy:
-    """The policy called `name` (a solver, optionally with a suffix of `SUFFIXES`);
-    `stability` applies to the re-plans of periodic policies, `quantile` to `-predict`."""
-    suffix = next((s for s in SUFFIXES if name.endswith(s)), "")
-    solver = name.removesuffix(suffix) if suffix else name
-    if solver not in SOLVERS:
+    """The policy called `name`: a solver, optionally with a suffix of `SUFFIXES`, then
+    optionally `@EVERY/FREEZE` (durations such as `30m/0m`, `2h/1h`): the policy's own cadence
+    and freeze instead of `every` and `freeze` (slots). `slot_minutes` converts that cadence
+    (None: it is only checked). `stability` applies to the re-plans of periodic policies,
+    `quantile` to `-predict`."""
+    base, at, cadence = name.partition("@")
+    if at:
+        every, freeze = _cadence(name, cadence, slot_minutes or 1)
+    suffix = next((s for s in SUFFIXES if base.endswith(s)), "")
+    solver = base.removesuffix(suffix) if suffix else base
+    if solver not in SOLVERS or (at and (solver in ONLINE or suffix == "-open")):
         raise InputError(
             [
                 f"--policy: unknown policy {name!r}; use a solver ({', '.join(SOLVERS)}), "
                 "optionally with -open (one plan knowing every arrival, executed as planned), "
                 "-runtimes (told the actual run times), -arrivals (told every arrival), "
                 "-oracle (both) or -predict (bets on the jobs limits leave out, on run times "
-                "learned from the runs ended so far)"
+                "learned from the runs ended so far), then, for a re-planning solver, "
+                "@EVERY/FREEZE (e.g. cpsat@30m/0m)"
             ]
         )
     if suffix == "-open":
@@ -88,3 +101,18 @@ def policy(
         knows_arrivals=suffix in ("-arrivals", "-oracle"),
         predict=quantile if suffix == "-predict" else None,
     )
+
+
+def _cadence(name: str, text: str, slot_minutes: int) -> tuple[int, int]:
+    """(every, freeze) in slots from `EVERY/FREEZE`; a re-plan comes at least every slot."""
+    parts = text.split("/")
+    minutes = [0.0 if p.strip() == "0" else duration_minutes(p.strip()) for p in parts]
+    if len(parts) != 2 or any(m is None or m < 0 for m in minutes):
+        raise InputError(
+            [
+                f"--policy: {name!r}: after @ give EVERY/FREEZE as durations, e.g. "
+                f"cpsat@30m/0m, got {text!r}"
+            ]
+        )
+    every, freeze = (math.ceil((m or 0) / slot_minutes - 1e-9) for m in minutes)
+    return max(1, every), freeze
