@@ -21,7 +21,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from horizon_opt import cli
 from horizon_opt.cli import app
 from horizon_opt.errors import InputError
 from horizon_opt.io import write_atomic
@@ -55,8 +54,8 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*args: object, **kwargs: object) -> None:
         raise AssertionError("work started before the outputs were checked")
 
-    monkeypatch.setattr(cli, "solve", fail)
-    monkeypatch.setattr(cli, "compare_plans", fail)
+    monkeypatch.setattr("horizon_opt.cli.plan.solve", fail)  # where the commands look them up
+    monkeypatch.setattr("horizon_opt.cli.plan.compare_plans", fail)
     monkeypatch.setattr("horizon_opt.bench.run_suite", fail)
     monkeypatch.setattr("horizon_opt.generate.generate_file", fail)
 

@@ -1,0 +1,127 @@
+"""What several commands share: option types (`Annotated`), and the parsers and checks of
+option values; bad values exit 2 (typer.BadParameter, or InputError under `input_errors`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from horizon_opt.errors import InputError
+from horizon_opt.instance import Instance, duration_minutes
+from horizon_opt.replan import MAX_STABILITY
+from horizon_opt.solvers import SOLVERS
+from horizon_opt.solvers.options import MAX_SEED, default_workers
+from horizon_opt.times import parse_time
+
+
+def file_name(value: str) -> Path:
+    """An output name as given: an empty one would otherwise mean the current folder."""
+    if not value:
+        raise typer.BadParameter("empty file name")
+    return Path(value)
+
+
+InstanceArg = Annotated[
+    Path, typer.Argument(help="Instance file (YAML, see FORMAT.md).", show_default=False)
+]
+TimeLimit = Annotated[float, typer.Option("--time-limit", "-t", help="Seconds for cpsat.", min=0.1)]
+PlanTimeLimit = Annotated[
+    float, typer.Option("--time-limit", "-t", help="Seconds per cpsat plan.", min=0.1)
+]
+Workers = Annotated[
+    int,
+    typer.Option(
+        help="CP-SAT search workers (default: the CPUs available to this process, at most 8).",
+        min=1,
+        show_default=False,
+    ),
+]
+DEFAULT_WORKERS = default_workers()
+Seed = Annotated[
+    int,
+    typer.Option(help="Random seed; with --workers 1 runs are repeatable.", min=0, max=MAX_SEED),
+]
+Log = Annotated[
+    Path | None,
+    typer.Option(
+        help="Write the CP-SAT search log to this file (streamed: a device such as /dev/stderr "
+        "works too; its folder must exist).",
+        parser=file_name,
+    ),
+]
+Hint = Annotated[Path | None, typer.Option(help="Start cpsat from this plan file.")]
+Stability = Annotated[
+    float,
+    typer.Option(
+        help="Price of a promise beyond the freeze window, times its job's value: cpsat keeps a "
+        "promised start unless moving gains more (0: no price).",
+        min=0.0,
+        max=MAX_STABILITY,
+    ),
+]
+SOLVER_LIST = "\n\n".join(f"{s.name}: {s.description}" for s in SOLVERS.values())
+Solver = Annotated[str, typer.Option(help=f"One of:\n\n{SOLVER_LIST}")]
+
+PlanOutput = Annotated[
+    Path,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Where to write the plan (JSON); - writes it to standard output and the summary "
+        "to stderr.",
+        parser=file_name,
+    ),
+]
+
+
+def check_solver(solver: str) -> None:
+    if solver not in SOLVERS:
+        raise InputError(
+            [f"--solver: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}"]
+        )
+
+
+def time_option(value: str, inst: Instance, option: str) -> int:
+    """A time option as slots: a duration with a unit (2h, 90m) rounds up; a number is slots."""
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        return int(text)
+    minutes = duration_minutes(text)
+    if minutes is None:
+        raise InputError([f"{option}: not a duration: {value!r} (use slots or e.g. 90m, 2h)"])
+    return math.ceil(minutes / inst.slot_minutes - 1e-9)
+
+
+FORMATS = ("text", "json")
+Format = Annotated[
+    str, typer.Option("--format", "-f", help="text (a table) or json (for scripts).")
+]
+
+
+def check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise InputError([f"--format: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}"])
+
+
+def to_json(data: object) -> str:
+    return json.dumps(data, indent=1, allow_nan=False)
+
+
+def one_of(value: str, option: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise typer.BadParameter(f"use {' or '.join(choices)}, got {value!r}", param_hint=option)
+    return value
+
+
+def snapshot(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    when = parse_time(text)
+    if when is None:
+        raise InputError([f"--now: not an ISO-8601 time: {text!r}"])
+    return when

@@ -1,0 +1,274 @@
+"""Commands that run plans and solvers many times: simulate (a closed-loop replay) and bench
+(a suite of runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from horizon_opt.cli.errors import input_errors
+from horizon_opt.cli.options import (
+    DEFAULT_WORKERS,
+    InstanceArg,
+    PlanTimeLimit,
+    Seed,
+    Stability,
+    Workers,
+    file_name,
+    time_option,
+)
+from horizon_opt.cli.solving import warn
+from horizon_opt.errors import InputError
+from horizon_opt.export.charts import save_figure
+from horizon_opt.instance import Instance
+from horizon_opt.io import load_instance, write_atomic
+from horizon_opt.outputs import Output, check_outputs, writing
+from horizon_opt.replan import DEFAULT_FREEZE_MINUTES
+from horizon_opt.simulate import Noise, Replay, World, policy, simulate
+from horizon_opt.simulate.audit import audit_files, write_audit
+from horizon_opt.simulate.report import format_table, plot_realized, to_csv
+from horizon_opt.simulate.world_file import write_world
+from horizon_opt.simulate.worlds import replay_world
+from horizon_opt.solvers import SolveOptions
+
+SimulateOut = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Output folder (results.csv, summary.md, realized.png, world.yaml, and per "
+        "policy POLICY.actual.yaml and POLICY.ran.json: what really ran).",
+        parser=file_name,
+    ),
+]
+Policies = Annotated[
+    str,
+    typer.Option(
+        "--policy",
+        help="Comma-separated: solvers (fifo and backfill online, greedy and cpsat "
+        "re-planning), or <solver>-open for a solver's one plan executed open loop; "
+        "-runtimes, -arrivals, -oracle: told the actual run times, every arrival, or both; "
+        "-predict: bets on the jobs whose limits cannot end in time; @EVERY/FREEZE after a "
+        "re-planning one: its own cadence (cpsat@30m/0).",
+    ),
+]
+ReplanEvery = Annotated[
+    str, typer.Option(help="Time between full re-plans of greedy and cpsat (e.g. 2h).")
+]
+Freeze = Annotated[
+    str, typer.Option(help="Each re-plan holds the previous plan's starts this far ahead.")
+]
+NoiseOption = Annotated[
+    str,
+    typer.Option(
+        help="The synthetic world: early=SHARE,fail=SHARE,demand=SIGMA (see "
+        "docs/simulate.md); none for the planners' own estimates."
+    ),
+]
+WorldKind = Annotated[
+    str,
+    typer.Option(
+        "--world",
+        help="The drawn world: synthetic (--noise) or trace (run times, failures and "
+        "cancellations shaped by real traces).",
+    ),
+]
+Actual = Annotated[
+    Path | None,
+    typer.Option(
+        help="Replay this world file (FORMAT.md, World file) instead of drawing one.",
+    ),
+]
+RealizedChart = Annotated[bool, typer.Option(help="Write realized.png.")]
+DEFAULT_NOISE = str(Noise())
+
+
+def _write_replays(
+    out: Path, inst: Instance, world: World, replays: list[Replay], summary: str, charts: bool
+) -> None:
+    """Every file of a replay into the --out folder."""
+    with input_errors(), writing("--out", out):
+        write_atomic(out / "results.csv", to_csv(replays))
+        write_atomic(out / "summary.md", summary)
+        write_world(out / "world.yaml", inst, world)
+        for r in replays:
+            assert r.audit is not None  # every replay logs what ran
+            write_audit(out, inst, r.audit, r.policy)
+        if charts:
+            save_figure(plot_realized(inst, replays), out / "realized.png")
+
+
+def simulate_cmd(
+    instance: InstanceArg,
+    out: SimulateOut,
+    policies: Policies = "fifo,backfill,greedy,cpsat,cpsat-open",
+    replan_every: ReplanEvery = "2h",
+    freeze: Freeze = f"{DEFAULT_FREEZE_MINUTES // 60}h",
+    stability: Stability = 0.0,
+    noise: NoiseOption = DEFAULT_NOISE,
+    world_kind: WorldKind = "synthetic",
+    actual: Actual = None,
+    seed: Seed = 0,
+    time_limit: PlanTimeLimit = 20.0,
+    workers: Workers = DEFAULT_WORKERS,
+    charts: RealizedChart = True,
+) -> None:
+    """Replay policies over the horizon against an actual world (jobs end early or fail,
+    demand strays from the forecast): what each policy really realizes."""
+    with input_errors():
+        names = [name.strip() for name in policies.split(",") if name.strip()]
+        audits = [f for name in names for f in audit_files(name)]
+        files = (
+            "results.csv",
+            "summary.md",
+            "world.yaml",
+            *(("realized.png",) if charts else ()),
+            *audits,
+        )
+        check_outputs(
+            [Output("--out", out, kind="folder", files=files)],
+            [("the instance file", instance), ("--actual", actual)],
+        )
+        inst = load_instance(instance)
+        world_noise = Noise.parse(noise)
+        every = max(1, time_option(replan_every, inst, "--replan-every"))
+        hold = time_option(freeze, inst, "--freeze")
+        chosen = [
+            policy(name, every, hold, stability, slot_minutes=inst.slot_minutes) for name in names
+        ]
+        if not chosen:
+            raise InputError(["--policy: name at least one policy"])
+        if inst.now or inst.placed:
+            raise InputError(
+                [
+                    f"{instance}: simulate replays a horizon from an empty cluster: leave out `now` "
+                    "and `placed`"
+                ]
+            )
+        warn(instance, inst)
+        world, drawn = replay_world(inst, world_kind, seed, world_noise, actual)
+    options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed)
+    replays = []
+    for p in chosen:
+        typer.echo(f"replaying {p.name} ...", err=True)
+        replays.extend(simulate(inst, [p], world, options))
+    table = format_table(replays)
+    summary = (
+        f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "
+        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan\n\n{table}\n"
+    )
+    _write_replays(out, inst, world, replays, summary, charts)
+    typer.echo(summary)
+    shared = [f for f in files if f not in audits]
+    typer.echo(f"written: {', '.join(str(out / f) for f in shared)}")
+    audit = out / "POLICY"
+    typer.echo(
+        f"what really ran, per policy: {audit}.actual.yaml and {audit}.ran.json (check them)"
+    )
+
+
+SuiteArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="SUITE",
+        help="Suite file (YAML): instances, solvers, time limits; see docs/bench.md.",
+        show_default=False,
+    ),
+]
+Jobs = Annotated[
+    int, typer.Option("--jobs", "-j", help="Runs at once, each in its own process.", min=1)
+]
+BenchOut = Annotated[
+    Path | None,
+    typer.Option(
+        help="Output folder. Default: results/<suite name> beside the suite file.",
+        show_default=False,
+        parser=file_name,
+    ),
+]
+Only = Annotated[
+    str | None,
+    typer.Option(help="Run only the instances whose name contains this text.", show_default=False),
+]
+Traces = Annotated[
+    Path | None,
+    typer.Option(
+        help="Folder of the trace CSVs, for generated trace instances.", show_default=False
+    ),
+]
+Charts = Annotated[bool, typer.Option(help="Write the PNG charts.")]
+SummaryOnly = Annotated[
+    bool,
+    typer.Option(help="Rewrite summary.md and the charts from OUT/results.csv; run nothing."),
+]
+Engine = Annotated[
+    str,
+    typer.Option(
+        help="Where runs happen: local (a process pool on this machine) or ray (a Ray "
+        "cluster; needs the ray extra of horizon-opt, see docs/bench.md)."
+    ),
+]
+Address = Annotated[
+    str | None,
+    typer.Option(
+        help="With --engine ray: the cluster, auto (the one this machine belongs to) or "
+        "ray://HOST:10001. Default: start a local Ray instance.",
+        show_default=False,
+    ),
+]
+
+
+def bench_cmd(
+    suite_file: SuiteArg,
+    jobs: Jobs = 2,
+    out: BenchOut = None,
+    only: Only = None,
+    traces: Traces = None,
+    charts: Charts = True,
+    summary_only: SummaryOnly = False,
+    engine: Engine = "local",
+    address: Address = None,
+) -> None:
+    """Run every (instance, solver) pair of a suite in guarded worker processes; write
+    results.csv, summary.md, the plans and charts. Exit 1 when a run failed or a plan is invalid."""
+    from horizon_opt import bench
+
+    with input_errors():
+        bench.check_engine(engine, address)
+        suite = bench.load_suite(suite_file)
+        folder = out if out is not None else suite_file.parent / "results" / suite_file.stem
+        check_outputs(
+            [Output("--out", folder, kind="folder", files=("results.csv", "summary.md"))],
+            [("the suite file", suite_file)],
+        )
+        if summary_only:
+            results = folder / "results.csv"
+            if not results.is_file():
+                raise InputError([f"--summary-only: no {results}; run the suite first"])
+            rows = bench.read_csv(results)
+            files = bench.write_reports(rows, folder, suite=suite, charts=charts)
+        else:
+            try:
+                result = bench.run_suite(
+                    suite,
+                    folder,
+                    jobs=jobs,
+                    traces=traces,
+                    only=only,
+                    charts=charts,
+                    engine=engine,
+                    address=address,
+                )
+            except bench.Interrupted as stop:
+                done = len(stop.result.rows)
+                typer.echo(f"interrupted: {done} finished run(s) written to {folder}/", err=True)
+                raise typer.Exit(130) from None
+            rows, files = result.rows, result.files
+    typer.echo((folder / "summary.md").read_text())
+    plans = folder / "plans"  # a closed-loop suite writes none
+    written = [*map(str, files), *([f"{plans}/"] if plans.is_dir() else [])]
+    typer.echo("written: " + ", ".join(written))
+    if not all(bench.ok(r) for r in rows):
+        raise typer.Exit(1)
