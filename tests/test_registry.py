@@ -19,11 +19,14 @@ from horizon_opt.plan import Plan
 from horizon_opt.solvers import SOLVERS, SolveOptions, Solver
 from horizon_opt.solvers.options import default_workers
 
-KNOWN_FLAGS = {  # name: (anytime, takes_hint, reports_bound)
-    "fifo": (False, False, False),
-    "fifo-elastic": (False, False, False),
-    "greedy": (False, False, False),
-    "cpsat": (True, True, True),
+KNOWN_FLAGS = {  # name: (anytime, takes_hint, reports_bound, online)
+    "fifo": (False, False, False, True),
+    "fifo-elastic": (False, False, False, True),
+    "backfill": (False, False, False, True),
+    "backfill-static": (False, False, False, True),
+    "backfill-value": (False, False, False, True),
+    "greedy": (False, False, False, False),
+    "cpsat": (True, True, True, False),
 }
 
 
@@ -32,7 +35,7 @@ def test_every_entry_and_its_flags() -> None:
         assert solver.name == name
         assert callable(solver.run)
         assert solver.description and "\n" not in solver.description
-        flags = (solver.anytime, solver.takes_hint, solver.reports_bound)
+        flags = (solver.anytime, solver.takes_hint, solver.reports_bound, solver.online)
         assert all(isinstance(flag, bool) for flag in flags)
         assert flags == KNOWN_FLAGS.get(name, flags)
     assert set(KNOWN_FLAGS) <= set(SOLVERS)

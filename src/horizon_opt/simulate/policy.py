@@ -1,7 +1,7 @@
 """Policies a replay compares: a solver, and when it plans.
 
-- online (`fifo`, `fifo-elastic`, `backfill`, `backfill-static`): plans at every event (a job
-  ends, arrives, is preempted or cannot start), as a Slurm scheduler reacts;
+- online (the solvers whose registry entry says `online`: fifo and the backfills): plans at every
+  event (a job ends, arrives, is preempted or cannot start), as a Slurm scheduler reacts;
 - periodic (`greedy`, `cpsat`): a full re-plan every `every` slots, holding the previous plan's
   starts within `freeze` slots; at events in between, a fill that holds every promised start
   and places the jobs left over (new arrivals, early ends) into the gaps, with `fill`
@@ -31,7 +31,6 @@ from horizon_opt.instance import duration_minutes
 from horizon_opt.simulate.runtimes import DEFAULT_QUANTILE
 from horizon_opt.solvers import SOLVERS
 
-ONLINE = ("fifo", "fifo-elastic", "backfill", "backfill-static", "backfill-value")
 SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle", "-predict")
 
 
@@ -77,7 +76,7 @@ def policy(
         every, freeze = _cadence(name, cadence, slot_minutes or 1)
     suffix = next((s for s in SUFFIXES if base.endswith(s)), "")
     solver = base.removesuffix(suffix) if suffix else base
-    if solver not in SOLVERS or (at and (solver in ONLINE or suffix == "-open")):
+    if solver not in SOLVERS or (at and (SOLVERS[solver].online or suffix == "-open")):
         raise InputError(
             [
                 f"--policy: unknown policy {name!r}; use a solver ({', '.join(SOLVERS)}), "
@@ -90,7 +89,7 @@ def policy(
         )
     if suffix == "-open":
         return Policy(name, solver, None, open_loop=True, knows_arrivals=True)
-    online = solver in ONLINE
+    online = SOLVERS[solver].online
     return Policy(
         name,
         solver,

@@ -27,6 +27,7 @@ class Solver:
     anytime: bool = False  # searches until its time limit (or a proof): `time_limit` matters
     takes_hint: bool = False  # can start from a given plan (`SolveOptions.hint`)
     reports_bound: bool = False  # reports a proven upper bound on pwo, hence a gap
+    online: bool = False  # a scheduler's pass: in the loop it decides at every event, no cadence
 
 
 def _cpsat(instance: Instance, options: SolveOptions) -> Plan:
@@ -42,26 +43,31 @@ SOLVERS: dict[str, Solver] = {
             name="fifo",
             run=fifo.solve,
             description="the baseline: inference reserved at its peak, jobs in arrival order",
+            online=True,
         ),
         Solver(
             name="fifo-elastic",
             run=partial(fifo.solve, elastic=True),
             description="fifo with inference reserved slot by slot (the ablation step)",
+            online=True,
         ),
         Solver(
             name="backfill",
             run=backfill.solve,
             description="Slurm-style online backfill by priority; inference reserved slot by slot",
+            online=True,
         ),
         Solver(
             name="backfill-static",
             run=partial(backfill.solve, static=True),
             description="backfill with inference reserved at its peak",
+            online=True,
         ),
         Solver(
             name="backfill-value",
             run=partial(backfill.solve, by_value=True),
             description="backfill ordered by value density, then deadline, then least work",
+            online=True,
         ),
         Solver(
             name="greedy",
