@@ -103,7 +103,7 @@ class _Replayer:
             self.told = compile_instance(told_spec(instance, world), demands)
         self.runtimes = None if policy.predict is None else RunTimes(policy.predict)
         self.predicted = Predicted(instance) if self.runtimes is not None else None
-        self.believed: dict[int, int] = {}  # running job -> the end its last state planned on
+        self.believed: dict[int, int] = {}  # running job planned on a prediction -> planned end
         self.predict: set[int] = set()  # the jobs the last state planned on a prediction
         self.alone = AloneView(instance)
         self.order = topological_order(instance)
@@ -410,10 +410,8 @@ class _Replayer:
         used = self.batch_gpus()
         for n in np.flatnonzero(used + self.reserved[:, t] > self.inst.capacity[:, t]).tolist():
             for k in [k for k, r in self.running.items() if n in r.gpus]:
-                if (
-                    self.overrunning(k, t)
-                    and self.batch_gpus()[n] + self.reserved[n, t] > (self.inst.capacity[n, t])
-                ):
+                over = self.batch_gpus()[n] + self.reserved[n, t] > self.inst.capacity[n, t]
+                if over and self.overrunning(k, t):
                     self.stop(k, t)
 
     def start_jobs(self, t: int) -> bool:
