@@ -25,7 +25,7 @@ demo: $(STAMP)
 	$(BIN)/horizon-opt replan instances/demo-state.yaml --previous demo-output/greedy.json \
 		--stability 0.05 --time-limit $(TIME_LIMIT) -o demo-output/replan.json
 	$(BIN)/horizon-opt simulate instances/demo.yaml \
-		--policy fifo,backfill,backfill-value,cpsat,cpsat-runtimes,cpsat-oracle \
+		--policy fifo,backfill,backfill-value,cpsat,cpsat@1h/0,cpsat-runtimes,cpsat-oracle \
 		--time-limit 5 -o demo-output/simulate
 	$(BIN)/horizon-opt check demo-output/simulate/cpsat.actual.yaml demo-output/simulate/cpsat.ran.json
 
