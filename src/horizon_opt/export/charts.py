@@ -1,4 +1,4 @@
-"""Charts of a plan: a Gantt chart of nodes and GPUs, and a stacked utilization chart per pool.
+"""Charts of a plan: the Gantt chart of nodes and GPUs, and `chart`/`write_chart` for either kind.
 
 Drawn with matplotlib's object API on the Agg canvas: no pyplot, no global state, nothing ever
 shown on screen, so the functions are safe in servers, tests and notebooks alike (pass `ax=` to
@@ -14,16 +14,12 @@ enough to hold them. Up to `MAX_NODE_ROWS` nodes every node gets its row (100 no
 stay readable: the figure grows with the node count); beyond that the chart aggregates: each row is
 a group of consecutive nodes of one pool, and shows at every slot the share of the group's GPUs
 used by each kind, by inference, down, or idle.
-
-Utilization chart: per pool (and for the whole cluster when there are several pools), GPUs over
-time as stacked areas: forecast inference demand, inference reservation above the forecast, batch
-work by kind, idle. The forecast line, the required reservation (forecast plus headroom, in whole
-replicas) and the GPUs that are up are drawn on top.
+The utilization chart and the price heatmap are in `pool_charts`, the shared figure helpers in
+`figures`; their names are re-exported here.
 """
 
 from __future__ import annotations
 
-import io
 import math
 import os
 from collections.abc import Sequence
@@ -40,19 +36,31 @@ from horizon_opt.export._common import (
     INFERENCE_COLOR,
     KIND_COLORS,
     KIND_LABELS,
-    RESERVED_COLOR,
     FloatArray,
-    NodeUse,
     ensure_plan_fits,
     index_runs,
     node_use,
-    pool_demand,
-    pool_required,
     shade,
 )
+from horizon_opt.export.figures import (
+    CHART_FORMATS,
+    DPI,
+    WIDTH_IN,
+    _legend_patch,
+    _rect,
+    _runs,
+    _text_color,
+    _Time,
+    _time,
+    _time_axis,
+    _title,
+    _title_and_legend,
+    new_figure,
+    render,
+    save_figure,
+)
+from horizon_opt.export.pool_charts import plot_prices, plot_utilization
 from horizon_opt.instance import Instance
-from horizon_opt.io import write_atomic
-from horizon_opt.metrics import evaluate
 from horizon_opt.plan import Plan
 from horizon_opt.spec import JOB_KINDS
 
@@ -60,110 +68,28 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from horizon_opt.prices import CapacityPrices
+__all__ = [
+    "CHART_FORMATS",
+    "DPI",
+    "INFERENCE_PALETTE",
+    "MAX_NODE_ROWS",
+    "WIDTH_IN",
+    "ChartKind",
+    "chart",
+    "new_figure",
+    "plot_gantt",
+    "plot_prices",
+    "plot_utilization",
+    "render",
+    "save_figure",
+    "write_chart",
+]
 
 MAX_NODE_ROWS = 150  # above this many nodes the Gantt chart groups nodes into rows
 INFERENCE_PALETTE = ("#e15759", "#ff9d9a", "#d37295", "#fabfd2", "#a8323e")
 ChartKind = Literal["gantt", "utilization"]
-CHART_FORMATS = (".png", ".svg")
-WIDTH_IN = 14.0
-DPI = 100
 _ROW_PAD = 0.06  # empty space above and below the GPU lanes of a node row
 _POOL_GAP = 1.0  # height of the pool header above each group of rows
-
-
-# -- shared helpers ----------------------------------------------------------------------------
-
-
-def new_figure(width: float, height: float) -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-@dataclass(frozen=True)
-class _Time:
-    """Slots -> x: matplotlib date numbers when the horizon has a start, slot numbers otherwise."""
-
-    base: float
-    per_slot: float
-    dates: bool
-
-    def x(self, slot: float) -> float:
-        return self.base + slot * self.per_slot
-
-
-def _time(instance: Instance) -> _Time:
-    if instance.start is None:
-        return _Time(0.0, 1.0, False)
-    from matplotlib.dates import date2num
-
-    base = float(date2num(instance.start))  # type: ignore[no-untyped-call]
-    return _Time(base, instance.slot_minutes / 1440, True)
-
-
-def _time_axis(ax: Axes, instance: Instance, tm: _Time, label: bool = True) -> None:
-    ax.set_xlim(tm.x(0), tm.x(instance.slots))
-    if tm.dates:
-        from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
-
-        locator = AutoDateLocator(minticks=5, maxticks=14)  # type: ignore[no-untyped-call]
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
-        if label:
-            ax.set_xlabel("time (UTC)")
-    elif label:
-        ax.set_xlabel(f"slot ({instance.slot_minutes} min each)")
-
-
-def _runs(mask: np.ndarray[Any, np.dtype[np.bool_]]) -> list[tuple[int, int]]:
-    """[start, end) of each run of True in a 1-D mask."""
-    padded = np.concatenate(([False], mask, [False])).astype(np.int8)
-    edges = np.flatnonzero(np.diff(padded))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
-
-
-def _rect(x0: float, x1: float, y0: float, y1: float) -> list[tuple[float, float]]:
-    return [(x0, y0), (x0, y1), (x1, y1), (x1, y0)]
-
-
-def _text_color(rgb: tuple[float, float, float]) -> str:
-    r, g, b = rgb
-    return "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.55 else "black"
-
-
-def _title(instance: Instance, plan: Plan) -> str:
-    m = evaluate(instance, plan)
-    return (
-        f"{instance.name}: {plan.solver} plan ({plan.status}) - pwo {m.pwo:,.0f}, "
-        f"utilization {100 * m.utilization:.1f}%, {m.completed} of {len(instance.jobs)} jobs on time"
-    )
-
-
-def save_figure(fig: Figure, path: str | os.PathLike[str]) -> Path:
-    """Write a figure as PNG or SVG (by the file's extension), atomically."""
-    target = Path(path)
-    fmt = target.suffix.lower()
-    if fmt not in CHART_FORMATS:
-        raise InputError(
-            [f"{target}: unknown extension {target.suffix or '(none)'!r}; use .png or .svg"]
-        )
-    write_atomic(target, render(fig, fmt[1:]))
-    return target
-
-
-def render(fig: Figure, fmt: str = "png") -> bytes:
-    """The figure's bytes as PNG or SVG, with no links or dates in the file's metadata."""
-    buf = io.BytesIO()
-    if fmt == "svg":
-        meta: dict[str, Any] = {"Date": None, "Creator": "horizon-opt"}
-    else:
-        meta = {"Software": "horizon-opt"}
-    fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
-    return buf.getvalue()
 
 
 # -- Gantt chart -------------------------------------------------------------------------------
@@ -294,30 +220,6 @@ def plot_gantt(instance: Instance, plan: Plan, ax: Axes | None = None) -> Figure
         ax.set_title(title, fontsize=10)
     _title_and_legend(figure, ax, title if own else None, handles, columns=7)
     return figure
-
-
-def _title_and_legend(
-    figure: Figure, ax: Axes, title: str | None, handles: list[Any], columns: int
-) -> None:
-    """A figure of our own gets `title` on top and the legend below; a caller's axes get the
-    legend beside them (title None)."""
-    if title is None:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
-        return
-    figure.suptitle(title, fontsize=11)
-    figure.legend(
-        handles=handles,
-        loc="outside lower center",
-        ncol=min(len(handles), columns),
-        fontsize=8,
-        frameon=False,
-    )
-
-
-def _legend_patch(label: str, color: Any, **kw: Any) -> Any:
-    from matplotlib.patches import Patch
-
-    return Patch(facecolor=color, label=label, **kw)
 
 
 def _draw_nodes(ax: Axes, instance: Instance, plan: Plan, rows: _Rows, tm: _Time) -> list[Any]:
@@ -515,135 +417,6 @@ def _draw_aggregated(
     return handles
 
 
-# -- utilization chart -------------------------------------------------------------------------
-
-
-def plot_utilization(
-    instance: Instance,
-    plan: Plan,
-    ax: Axes | Sequence[Axes] | None = None,
-    *,
-    pool: str | None = None,
-) -> Figure:
-    """Draw GPUs over time as stacked areas (see the module docstring). Returns the figure.
-
-    With `ax=None`: a new figure with one panel per pool, plus one for the whole cluster first when
-    there are several pools (`pool=` keeps only that pool). With one Axes: the whole cluster, or
-    `pool`. With a sequence of Axes: one pool each, in the instance's pool order.
-    """
-    ensure_plan_fits(instance, plan)
-    if pool is not None and pool not in instance.pool_index:
-        raise InputError([f"pool: unknown pool {pool!r}"])
-    selected: list[int | None]
-    if pool is not None:
-        selected = [instance.pool_index[pool]]
-    elif ax is None or isinstance(ax, Sequence):
-        selected = [p.index for p in instance.pools]
-        if ax is None and len(instance.pools) > 1:
-            selected.insert(0, None)
-    else:
-        selected = [None]
-    own = ax is None
-    axes: list[Axes]
-    if ax is None:
-        fig = new_figure(WIDTH_IN, 1.3 + 2.7 * len(selected))
-        first = fig.add_subplot(len(selected), 1, 1)
-        axes = [first] + [
-            fig.add_subplot(len(selected), 1, k + 1, sharex=first) for k in range(1, len(selected))
-        ]
-    elif isinstance(ax, Sequence):
-        axes = list(ax)
-        if len(axes) != len(selected):
-            raise ValueError(f"need {len(selected)} axes (one per pool), got {len(axes)}")
-    else:
-        axes = [ax]
-    figure = axes[0].get_figure(root=True)
-    assert figure is not None
-    use = node_use(instance, plan)
-    tm = _time(instance)
-    handles: list[Any] = []
-    for k, (axis, p) in enumerate(zip(axes, selected, strict=True)):
-        handles = _draw_pool_use(axis, instance, use, p, tm, label=k == len(axes) - 1)
-    _title_and_legend(figure, axes[0], _title(instance, plan) if own else None, handles, columns=6)
-    return figure
-
-
-def _draw_pool_use(
-    ax: Axes, instance: Instance, use: NodeUse, pool: int | None, tm: _Time, label: bool
-) -> list[Any]:
-    from matplotlib.lines import Line2D
-
-    S = instance.slots
-    h = instance.hours_per_slot
-    nodes = (
-        list(range(instance.num_nodes)) if pool is None else list(instance.pools[pool].node_range)
-    )
-    cap = use.capacity[nodes].sum(0)
-    planned = use.planned[nodes].sum(0)
-    demand = pool_demand(instance, pool)
-    required = pool_required(instance, pool)
-    kinds = [k for k in JOB_KINDS if any(j.kind == k for j in instance.jobs)]
-    batch = {k: use.batch[k][nodes].sum(0) for k in kinds}
-    layers: list[tuple[str, FloatArray, str]] = [
-        ("inference (forecast demand)", np.minimum(demand, planned), INFERENCE_COLOR),
-        ("inference reserved above forecast", np.maximum(planned - demand, 0), RESERVED_COLOR),
-    ]
-    layers += [(KIND_LABELS[k], batch[k], KIND_COLORS[k]) for k in kinds]
-    used = sum((layer[1] for layer in layers), start=np.zeros(S))
-    layers.append(("idle", np.maximum(cap - used, 0), IDLE_COLOR))
-    xs = np.array([tm.x(t) for t in range(S + 1)])
-
-    def ext(a: FloatArray) -> FloatArray:
-        return np.append(a, a[-1])
-
-    handles: list[Any] = []
-    bottom = np.zeros(S)
-    for name, values, color in layers:
-        ax.fill_between(
-            xs, ext(bottom), ext(bottom + values), step="post", facecolor=color, lw=0, zorder=1
-        )
-        handles.append(
-            _legend_patch(name, color, **({"edgecolor": "#cccccc"} if name == "idle" else {}))
-        )
-        bottom = bottom + values
-    ax.step(xs, ext(cap), where="post", color="black", lw=1.0, zorder=3)
-    ax.step(xs, ext(required), where="post", color="#7a2a28", lw=1.0, ls="--", zorder=3)
-    ax.step(xs, ext(demand), where="post", color="black", lw=1.6, zorder=4)
-    handles += [
-        Line2D([], [], color="black", lw=1.6, label="forecast inference demand"),
-        Line2D([], [], color="#7a2a28", lw=1.0, ls="--", label="required (forecast + headroom)"),
-        Line2D([], [], color="black", lw=1.0, label="GPUs up"),
-    ]
-    available = float(cap.sum()) * h
-    batch_h = float(sum((b.sum() for b in batch.values()), start=0.0)) * h
-    inference_h = float(demand.sum()) * h
-    idle_reserved = float(np.maximum(planned - demand, 0).sum()) * h
-    util = (batch_h + inference_h) / available if available > 0 else 0.0
-    if pool is None:
-        name = f"all pools ({instance.num_nodes} nodes)"
-    else:
-        p = instance.pools[pool]
-        name = f"{p.name} ({p.gpu_type}, {p.nodes} nodes x {p.gpus_per_node} GPUs)"
-    ax.set_title(
-        f"{name}: utilization {100 * util:.1f}% (batch {100 * batch_h / max(available, 1e-9):.1f}%, "
-        f"inference {100 * inference_h / max(available, 1e-9):.1f}%), "
-        f"reserved idle {idle_reserved:,.0f} GPU-h",
-        fontsize=9,
-        loc="left",
-    )
-    ax.set_ylabel("GPUs")
-    top = float(np.max(instance.node_gpus[nodes]) * len(nodes))
-    ax.set_ylim(0, top * 1.04)
-    _time_axis(ax, instance, tm, label=label)
-    if not label:
-        ax.tick_params(axis="x", labelbottom=False)
-    ax.grid(axis="both", color="#bbbbbb", linewidth=0.5, alpha=0.5)
-    ax.set_axisbelow(False)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    return handles
-
-
 def chart(instance: Instance, plan: Plan, kind: ChartKind) -> Figure:
     """The figure of one chart kind: 'gantt' or 'utilization'."""
     return plot_gantt(instance, plan) if kind == "gantt" else plot_utilization(instance, plan)
@@ -659,42 +432,3 @@ def write_chart(
             [f"{target}: unknown extension {target.suffix or '(none)'!r}; use .png or .svg"]
         )
     return save_figure(chart(instance, plan, kind), target)
-
-
-def plot_prices(instance: Instance, prices: CapacityPrices, ax: Axes | None = None) -> Axes:
-    """A heatmap of the node price, pool x time: when one more node of each pool adds most to
-    the LP bound (see `prices.py`). Draws into `ax` when given, else into a new figure; returns
-    the axes.
-
-    One LP vertex's duals put a stretch's price on a few of its slots, so the map is spiky:
-    read it by stretches, and the pool totals (on the labels) as the figures to quote.
-    """
-    P, S = prices.node.shape
-    if ax is None:
-        ax = new_figure(WIDTH_IN, 1.4 + 0.45 * P).add_subplot(1, 1, 1)
-    figure = ax.get_figure(root=True)
-    assert figure is not None
-    tm = _time(instance)
-    xs = np.array([tm.x(t) for t in range(S + 1)])
-    top = float(prices.node.max(initial=0.0))
-    mesh = ax.pcolormesh(
-        xs, np.arange(P + 1), prices.node, cmap="Reds", vmin=0.0, vmax=top if top > 0 else 1.0
-    )
-    ax.set_yticks(
-        np.arange(P) + 0.5,
-        labels=[
-            f"{name}  +{total:,.0f}"
-            for name, total in zip(prices.pools, prices.node_total, strict=True)
-        ],
-    )
-    ax.set_ylim(P, 0)
-    _time_axis(ax, instance, tm)
-    figure.colorbar(mesh, ax=ax, label="pwo per node-slot", pad=0.01)
-    state = "" if prices.converged else ", LP stopped early"
-    ax.set_title(
-        f"{instance.name}: what one more node of each pool adds to the bound, per slot "
-        f"(total on the left; LP bound {prices.bound:,.0f}{state})",
-        fontsize=9,
-        loc="left",
-    )
-    return ax
