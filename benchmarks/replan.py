@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import horizon_opt as ho
-from horizon_opt.instance import compile_instance
+from horizon_opt.compiler import compile_instance
 from horizon_opt.metrics import evaluate
 from horizon_opt.replan import replan
 from horizon_opt.solvers import Progress

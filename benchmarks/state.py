@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import horizon_opt as ho
-from horizon_opt.instance import compile_instance
+from horizon_opt.compiler import compile_instance
 from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.spec import PlacedSpec
 from horizon_opt.state import placed_spec, with_placed, without_jobs

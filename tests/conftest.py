@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from horizon_opt import bench
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.compiler import compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.io import parse_spec
 from horizon_opt.plan import Plan
 

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 import horizon_opt as ho
 from horizon_opt.cli import app
+from horizon_opt.compiler import compile_instance
 from horizon_opt.generate import (
     FAMILIES,
     SIZES,
@@ -31,7 +32,7 @@ from horizon_opt.generate import (
     load_trace_inference,
     load_trace_jobs,
 )
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.io import parse_spec
 
 FAMILY_NAMES = ["enterprise", "hetero", "deadline", "trace"]

@@ -19,7 +19,8 @@ import pytest
 from test_validation import assert_problem, problems_of
 
 import horizon_opt as ho
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.compiler import compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.io import parse_spec
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.residual import placed_value, residual_instance

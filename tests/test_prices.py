@@ -18,8 +18,9 @@ from test_bound import ORDER, WHOLE_NODES
 from test_solvers import PRIORITY
 
 import horizon_opt as ho
+from horizon_opt.compiler import compile_instance
 from horizon_opt.export.charts import new_figure, plot_prices
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.io import parse_spec
 from horizon_opt.prices import capacity_prices, format_prices, prices_to_json
 from horizon_opt.relaxation import solve_lp

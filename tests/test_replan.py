@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 import horizon_opt as ho
 from horizon_opt.cli import app
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.compiler import compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.plan import Churn, Plan
 from horizon_opt.replan import Replan, replan
 from horizon_opt.spec import InstanceSpec, OutageSpec

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import horizon_opt
+from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
 from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.spec import PlacedSpec

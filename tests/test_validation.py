@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from horizon_opt import load_instance
+from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import Gang, compile_instance
+from horizon_opt.instance import Gang
 from horizon_opt.io import parse_spec
 
 Spec = dict[str, Any]

@@ -1,6 +1,7 @@
 """horizon-opt: plan GPU allocation over a horizon, with inference kept at its forecast."""
 
 from horizon_opt.check import Violation, check
+from horizon_opt.compiler import compile_instance
 from horizon_opt.diff import PlanDiff, plan_diff
 from horizon_opt.errors import InputError, InstanceError, PlanError
 from horizon_opt.explain import JobExplanation, explain
@@ -12,7 +13,7 @@ from horizon_opt.export import (
     write_csv,
     write_report,
 )
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.io import load_instance
 from horizon_opt.metrics import evaluate
 from horizon_opt.params import SearchParams

@@ -17,8 +17,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.instance import Instance, compile_instance, horizon_start
+from horizon_opt.instance import Instance, horizon_start
 from horizon_opt.spec import MAX_DEMAND, MAX_FILE_BYTES, DemandCsv, InstanceSpec, show
 from horizon_opt.times import iso, parse_time
 

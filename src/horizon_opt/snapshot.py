@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from horizon_opt.compiler import _Compiler
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import Instance, IntArray, Job, Placed, _Compiler
+from horizon_opt.instance import Instance, IntArray, Job, Placed
 from horizon_opt.spec import InstanceSpec, PlacedSpec
 
 

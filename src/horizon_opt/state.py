@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.plan import Assignment, Plan
 from horizon_opt.spec import InstanceSpec, PlacedSpec
 

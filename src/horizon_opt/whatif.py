@@ -21,9 +21,10 @@ from typing import Any, Literal
 
 from horizon_opt.check import check
 from horizon_opt.comparison_table import Column, compare_columns, to_text
+from horizon_opt.compiler import compile_instance
 from horizon_opt.diff import PlanDiff, job_lists, plan_diff
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.io import parse_spec, read_demand_csv, read_yaml
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import SolveOptions, solve

@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.compiler import compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.io import parse_spec
 
 

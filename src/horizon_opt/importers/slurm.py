@@ -41,6 +41,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.importers.cluster import ClusterFile, instance_document
 from horizon_opt.importers.payload import check_slurm
@@ -69,7 +70,7 @@ from horizon_opt.importers.slurm_strings import (
     parse_gres_detail,
 )
 from horizon_opt.importers.source import read_json
-from horizon_opt.instance import compile_instance, duration_minutes
+from horizon_opt.instance import duration_minutes
 from horizon_opt.io import parse_spec
 from horizon_opt.spec import show
 from horizon_opt.times import iso

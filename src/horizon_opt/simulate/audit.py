@@ -22,7 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from horizon_opt.instance import FloatArray, Instance, IntArray, compile_instance
+from horizon_opt.compiler import compile_instance
+from horizon_opt.instance import FloatArray, Instance, IntArray
 from horizon_opt.io import write_atomic
 from horizon_opt.metrics import evaluate
 from horizon_opt.plan import Assignment, InferenceBlock, Plan, Unscheduled

@@ -22,9 +22,10 @@ from functools import partial
 import numpy as np
 
 from horizon_opt.check import check
+from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError
 from horizon_opt.inference import plan_layout
-from horizon_opt.instance import Instance, IntArray, compile_instance, topological_order
+from horizon_opt.instance import Instance, IntArray, topological_order
 from horizon_opt.plan import Plan
 from horizon_opt.replan import replan
 from horizon_opt.simulate.audit import Audit, Run, told_spec

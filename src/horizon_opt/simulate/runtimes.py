@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from horizon_opt.instance import Instance, compile_instance
+from horizon_opt.compiler import compile_instance
+from horizon_opt.instance import Instance
 from horizon_opt.packing import pack
 from horizon_opt.snapshot import Running
 
