@@ -2,7 +2,8 @@
 
 This module builds the app from the command modules, in the order `--help` lists them:
 plan.py (solve, replan, check, validate, compare, diff), analyse.py (whatif, explain, export,
-report), data.py (forecast, schema, generate, import), run.py (simulate, bench). What several
+report), data.py (forecast, schema, generate, import), run.py (simulate, bench), operate.py
+(run: the re-planning cycle on a live cluster). What several
 commands share: options.py (option types, value parsers), errors.py (bad input exits 2) and
 solving.py (warnings, progress and options of a solve)."""
 
@@ -12,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from horizon_opt.cli import analyse, data, plan, run
+from horizon_opt.cli import analyse, data, operate, plan, run
 from horizon_opt.cli.options import SOLVER_LIST
 from horizon_opt.version import __version__
 
@@ -59,6 +60,7 @@ app.command("report")(analyse.report_cmd)
 app.command("forecast")(data.forecast_cmd)
 app.command("schema")(data.schema_cmd)
 app.command("generate")(data.generate_cmd)
+app.command("run")(operate.run_cmd)
 app.command("bench", epilog=f"Solvers a suite may name:\n\n{SOLVER_LIST}")(run.bench_cmd)
 
 import_app = typer.Typer(help=data.IMPORT_HELP, no_args_is_help=True)

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from horizon_opt.cli.errors import input_errors
-from horizon_opt.cli.options import file_name, one_of, snapshot
+from horizon_opt.cli.options import Snapshot, file_name, one_of, snapshot
 from horizon_opt.errors import InputError
 from horizon_opt.forecast import (
     History,
@@ -234,16 +234,6 @@ ImportOutput = Annotated[
         "--output", "-o", help="The instance file to write (YAML; - for stdout).", parser=file_name
     ),
 ]
-Snapshot = Annotated[
-    str | None,
-    typer.Option(
-        "--now",
-        help="The time of the snapshot, ISO-8601; it becomes the instance's `now`. Slurm's own "
-        "`last_update` wins over it (a difference is noted); default: the time of the import.",
-        show_default=False,
-    ),
-]
-
 NotesShown = Annotated[
     str,
     typer.Option(

@@ -125,3 +125,14 @@ def snapshot(text: str | None) -> datetime | None:
     if when is None:
         raise InputError([f"--now: not an ISO-8601 time: {text!r}"])
     return when
+
+
+Snapshot = Annotated[
+    str | None,
+    typer.Option(
+        "--now",
+        help="The time of the snapshot, ISO-8601; it becomes the instance's `now`. Slurm's own "
+        "`last_update` wins over it (a difference is noted); default: the time of the import.",
+        show_default=False,
+    ),
+]

@@ -1,0 +1,195 @@
+"""The run configuration: what one re-planning cycle reads, how it plans, where it keeps state.
+
+Written once by the platform team beside the cluster file (docs/operating.md):
+
+```yaml
+scheduler: slurm                        # slurm | kueue
+cluster: cluster.yaml                   # the importers' cluster file (docs/import.md)
+queue: {command: [squeue, --json]}      # or {file: squeue.json}
+history: {command: [sacct, --json]}     # Slurm only, optional: run-time estimates
+state: state                            # the state folder; relative paths: to this file
+every: 15m                              # the cadence; pending work planned later is held
+solver: cpsat
+time_limit: 30                          # seconds per plan
+workers: 2
+freeze: 1h                              # the previous plan's starts this near are kept
+keep: 20                                # cycles kept in the state folder
+slurm: {users: [svc-inference]}         # who may run in the inference reservations
+kueue: {cluster_queue: batch, cluster_queue_object: {command: [kubectl, get, clusterqueue, batch, -o, json]}}
+```
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from horizon_opt.errors import InputError
+from horizon_opt.instance import duration_minutes
+from horizon_opt.io import read_yaml, validation_problems
+from horizon_opt.replan import MAX_STABILITY
+from horizon_opt.solvers import SOLVERS
+from horizon_opt.solvers.options import MAX_SEED
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(_Model):
+    """Where a payload comes from: a file, or a command whose standard output is the payload
+    (run without a shell, as the argument list says)."""
+
+    file: Path | None = None
+    command: list[str] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one(self) -> Source:
+        if (self.file is None) == (self.command is None):
+            raise ValueError("give exactly one of `file` or `command`")
+        return self
+
+
+def _minutes(value: str) -> float | None:
+    """Minutes of a duration (`15m`, `2h`), or 0 for `0`."""
+    return 0.0 if value.strip() == "0" else duration_minutes(value)
+
+
+def _duration(value: str, positive: bool = True) -> str:
+    minutes = _minutes(value)
+    if minutes is None or minutes < 0 or (minutes == 0 and positive):
+        raise ValueError(f"not a duration: {value!r} (e.g. 15m, 2h)")
+    return value
+
+
+class SlurmSettings(_Model):
+    users: list[str] = Field(
+        default_factory=list, description="Users= of the inference reservations."
+    )
+    accounts: list[str] = Field(
+        default_factory=list, description="Accounts= of the inference reservations."
+    )
+    reservation_prefix: str = Field(default="hopt", pattern=r"^[A-Za-z0-9_-]+$")
+    lookahead: str = Field(default="24h", description="How far ahead reservations are made.")
+    time_zone: str = Field(
+        default="UTC", description="The zone times are written in (scontrol runs with TZ set)."
+    )
+    granularity: Literal["gpu", "node"] = Field(
+        default="gpu",
+        description="gpu: reserve GPUs (TRESPerNode, Slurm 23.11+); node: whole nodes.",
+    )
+
+    @field_validator("lookahead")
+    @classmethod
+    def _lookahead(cls, value: str) -> str:
+        return _duration(value)
+
+    @property
+    def lookahead_minutes(self) -> int:
+        return int(_minutes(self.lookahead) or 0)
+
+
+class KueueSettings(_Model):
+    cluster_queue: str = Field(description="The batch ClusterQueue whose quota inference leaves.")
+    cluster_queue_object: Source | None = Field(
+        default=None,
+        description="`kubectl get clusterqueue NAME -o json`: where each flavor's GPU quota is.",
+    )
+    resource: str = Field(default="nvidia.com/gpu")
+
+
+class RunConfig(_Model):
+    scheduler: Literal["slurm", "kueue"]
+    cluster: Path
+    queue: Source
+    history: Source | None = None
+    state: Path = Path("state")
+    every: str = "15m"
+    solver: str = "cpsat"
+    time_limit: float = Field(default=30.0, gt=0, le=86_400, allow_inf_nan=False)
+    workers: int = Field(default=2, ge=1, le=64)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    freeze: str = "1h"
+    stability: float = Field(default=0.0, ge=0, le=MAX_STABILITY, allow_inf_nan=False)
+    keep: int = Field(default=20, ge=1, le=10_000)
+    default_duration: str = "4h"
+    command_timeout: float = Field(default=120.0, gt=0, le=3_600, allow_inf_nan=False)
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
+    kueue: KueueSettings | None = None
+
+    @field_validator("every", "freeze", "default_duration", mode="before")
+    @classmethod
+    def _zero(cls, value: object) -> object:
+        """`freeze: 0` as YAML writes it: a number 0 is the duration 0."""
+        return "0" if value == 0 and not isinstance(value, bool) else value
+
+    @field_validator("every", "default_duration")
+    @classmethod
+    def _positive(cls, value: str) -> str:
+        return _duration(value)
+
+    @field_validator("freeze")
+    @classmethod
+    def _freeze(cls, value: str) -> str:
+        return _duration(value, positive=False)
+
+    @field_validator("solver")
+    @classmethod
+    def _solver(cls, value: str) -> str:
+        if value not in SOLVERS:
+            raise ValueError(f"unknown solver {value!r}; one of {', '.join(SOLVERS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> RunConfig:
+        if self.scheduler == "kueue" and self.kueue is None:
+            raise ValueError("scheduler kueue needs a `kueue:` section (cluster_queue)")
+        if self.scheduler == "kueue" and self.history is not None:
+            raise ValueError("history: only Slurm's sacct history is read")
+        return self
+
+    def minutes(self, field: Literal["every", "freeze", "default_duration"]) -> int:
+        minutes = _minutes(getattr(self, field))
+        assert minutes is not None  # checked when read
+        return int(minutes)
+
+
+def read_config(path: str | os.PathLike[str]) -> RunConfig:
+    """The run configuration at `path`, its relative paths made relative to its folder;
+    problems raise InputError, one line per field."""
+    file = Path(path)
+    data = read_yaml(file, InputError)
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise InputError([f"{file}: {p}" for p in validation_problems(exc)]) from None
+    base = file.parent
+    return config.model_copy(
+        update={
+            "cluster": base / config.cluster,
+            "state": base / config.state,
+            "queue": _rebased(config.queue, base),
+            "history": None if config.history is None else _rebased(config.history, base),
+            "kueue": config.kueue
+            if config.kueue is None or config.kueue.cluster_queue_object is None
+            else config.kueue.model_copy(
+                update={"cluster_queue_object": _rebased(config.kueue.cluster_queue_object, base)}
+            ),
+        }
+    )
+
+
+def _rebased(source: Source, base: Path) -> Source:
+    if source.file is None:
+        return source
+    return source.model_copy(update={"file": base / source.file})

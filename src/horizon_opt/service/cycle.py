@@ -1,0 +1,393 @@
+"""One re-planning cycle: import the queue, re-plan from the last good plan, write the actions.
+
+The cycle is what `horizon-opt run` does once (cron, a Kubernetes CronJob) or every `every`:
+
+1. read the queue (a file, or a command's output such as `squeue --json`) and import it around
+   the cluster file, as of the snapshot's time;
+2. re-plan from the last good cycle's plan, moved onto the new horizon (the horizon rolls with
+   the snapshot), holding its starts within `freeze`; the first cycle plans from scratch;
+3. check the plan with the independent checker, explain every job;
+4. write the actions that make the scheduler follow the plan, only what changed since the last
+   applied state (`horizon_opt.actions`), and run them with `apply`;
+5. commit the cycle to the state folder, status.json and metrics.prom.
+
+A failed import, solve or check keeps the last good plan in force and says why; the cycle's
+status and metrics record the failure.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from horizon_opt.actions import (
+    Actions,
+    Desired,
+    KueueOptions,
+    SlurmOptions,
+    kueue_actions,
+    read_desired,
+    slurm_actions,
+)
+
+from horizon_opt.check import check
+from horizon_opt.compiler import compile_instance
+from horizon_opt.errors import InputError, InstanceError
+from horizon_opt.explain import explain
+from horizon_opt.export.explanations import explanations_json
+from horizon_opt.importers import read_cluster
+from horizon_opt.importers.kueue import import_kueue
+from horizon_opt.importers.result import Imported, note_lines
+from horizon_opt.importers.slurm import import_slurm
+from horizon_opt.instance import Instance
+from horizon_opt.io import parse_spec, read_demand_csv
+from horizon_opt.plan import Plan
+from horizon_opt.replan import replan
+from horizon_opt.service.config import RunConfig, Source
+from horizon_opt.service.folder import StateFolder
+from horizon_opt.service.metrics import plan_metrics, status_metrics
+from horizon_opt.service.rebase import rebased
+from horizon_opt.solvers import SolveOptions, solve
+from horizon_opt.times import iso, parse_time
+
+
+class CycleFailed(Exception):
+    """A step of the cycle failed; the last good plan stays in force."""
+
+    def __init__(self, step: str, problems: list[str]) -> None:
+        super().__init__(f"{step}: {'; '.join(problems)}")
+        self.step = step
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Cycle:
+    ok: bool
+    when: datetime
+    folder: Path | None = None  # the cycle's folder in the state folder (a good cycle)
+    plan: Plan | None = None
+    actions: Actions | None = None
+    applied: int = 0  # actions run (`apply`)
+    lines: tuple[str, ...] = ()  # what a person reads: notes, warnings, the summary
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_cycle(config: RunConfig, *, apply: bool = False, now: datetime | None = None) -> Cycle:
+    """One cycle with the state folder's lock held (`folder.Busy` when another run holds it).
+    `now`: the snapshot's time when the queue does not say it (default: the clock)."""
+    folder = StateFolder(config.state)
+    with folder.locked():
+        when = datetime.now(UTC).replace(microsecond=0)
+        lines: list[str] = []
+        try:
+            good = _plan_cycle(config, folder, when, now, lines)
+        except CycleFailed as exc:
+            return _failed(folder, config, when, exc, lines)
+        applied, apply_error = (0, None)
+        if apply:
+            applied, apply_error = _apply(config, folder, good.actions)
+        cycle = Cycle(
+            ok=apply_error is None,
+            when=when,
+            folder=good.folder,
+            plan=good.plan,
+            actions=good.actions,
+            applied=applied,
+            lines=tuple(lines),
+            error=apply_error,
+        )
+        _finish(folder, config, cycle, good.metrics)
+        return cycle
+
+
+@dataclass(frozen=True)
+class _Good:
+    folder: Path
+    plan: Plan
+    actions: Actions
+    metrics: str
+
+
+def _plan_cycle(
+    config: RunConfig,
+    folder: StateFolder,
+    when: datetime,
+    now: datetime | None,
+    lines: list[str],
+) -> _Good:
+    payloads = {"queue": _read(config.queue, "queue", config.command_timeout)}
+    if config.history is not None:
+        payloads["history"] = _read(config.history, "history", config.command_timeout)
+    imported = _import(config, payloads, now)
+    lines += [f"note: {line}" for line in note_lines(imported.notes)]
+    document = _absolute_demand(imported.document, config.cluster.parent)
+    try:
+        spec = parse_spec(document)
+        instance = compile_instance(spec, read_demand_csv(spec, config.cluster.parent))
+    except (InputError, InstanceError) as exc:
+        raise CycleFailed("import", exc.problems) from None
+    plan = _replan(config, folder, instance, lines)
+    violations = check(instance, plan)
+    if violations:
+        raise CycleFailed("check", [f"the plan is invalid: {violations[0]}"])
+    actions = _actions(config, instance, plan, folder)
+    kinds: dict[str, int] = {}
+    for a in actions.actions:
+        kinds[a.kind] = kinds.get(a.kind, 0) + 1
+    metrics = plan_metrics(instance, plan, kinds)
+    assert instance.start is not None  # imported instances always have one
+    files = {
+        "queue.json": payloads["queue"],
+        "instance.yaml": yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
+        "plan.json": plan.to_json(),
+        "explain.json": explanations_json(plan, explain(instance, plan)),
+        "actions.sh": actions.to_script(),
+        "actions.json": actions.to_json(),
+        "plan.prom": metrics,
+        "cycle.json": json.dumps(
+            {
+                "horizon_start": iso(instance.start),
+                "slot_minutes": instance.slot_minutes,
+                "snapshot": document["now"],
+                "solver": plan.solver,
+            },
+            indent=2,
+        ),
+    }
+    if "history" in payloads:
+        files["history.json"] = payloads["history"]
+    stamp = when.strftime("%Y%m%dT%H%M%SZ")
+    return _Good(folder.commit_cycle(stamp, files, config.keep), plan, actions, metrics)
+
+
+# -- reading and importing -------------------------------------------------------------------
+
+
+def _read(source: Source, what: str, timeout: float) -> str:
+    """The payload's text: the file, or the command's standard output."""
+    if source.file is not None:
+        try:
+            return source.file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CycleFailed(what, [f"cannot read {source.file}: {exc}"]) from None
+    assert source.command is not None
+    return run_command(source.command, what, timeout)
+
+
+def run_command(argv: list[str], what: str, timeout: float) -> str:
+    """A command's standard output; CycleFailed (with the end of its stderr) when it cannot run,
+    times out or exits non-zero."""
+    shown = " ".join(argv)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise CycleFailed(what, [f"{shown}: command not found"]) from None
+    except subprocess.TimeoutExpired:
+        raise CycleFailed(what, [f"{shown}: no answer within {timeout:g} s"]) from None
+    except OSError as exc:
+        raise CycleFailed(what, [f"{shown}: {exc}"]) from None
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-3:]
+        raise CycleFailed(what, [f"{shown}: exit {done.returncode}: {' / '.join(tail)}"])
+    return done.stdout
+
+
+def _parsed(text: str, what: str) -> Any:
+    try:
+        return json.loads(text) if text.lstrip().startswith(("{", "[")) else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise CycleFailed(what, [f"not JSON or YAML: {exc}"]) from None
+
+
+def _import(config: RunConfig, payloads: dict[str, str], now: datetime | None) -> Imported:
+    try:
+        cluster = read_cluster(config.cluster)
+        queue = _parsed(payloads["queue"], "queue")
+        if config.scheduler == "slurm":
+            history = payloads.get("history")
+            return import_slurm(
+                queue,
+                cluster,
+                sacct=None if history is None else _parsed(history, "history"),
+                snapshot=now,
+                squeue_source="queue",
+                sacct_source="history",
+                default_duration=config.default_duration,
+            )
+        return import_kueue(
+            queue, cluster, snapshot=now, default_duration=config.default_duration, source="queue"
+        )
+    except InputError as exc:
+        raise CycleFailed("import", exc.problems) from None
+
+
+def _absolute_demand(document: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The document with demand CSV paths made absolute, so the cycle's instance.yaml reads
+    the same series wherever it is opened."""
+    services = []
+    for s in document.get("services", []):
+        demand = s.get("demand")
+        if isinstance(demand, dict) and "csv" in demand:
+            s = {**s, "demand": {**demand, "csv": str((base / demand["csv"]).resolve())}}
+        services.append(s)
+    return {**document, "services": services}
+
+
+# -- planning --------------------------------------------------------------------------------
+
+
+def _replan(config: RunConfig, folder: StateFolder, instance: Instance, lines: list[str]) -> Plan:
+    options = SolveOptions(time_limit=config.time_limit, workers=config.workers, seed=config.seed)
+    previous = _previous(folder, instance, lines)
+    freeze = -(-config.minutes("freeze") // instance.slot_minutes)
+    try:
+        if previous is None:
+            return solve(instance, config.solver, options)
+        result = replan(
+            instance,
+            previous,
+            config.solver,
+            options,
+            freeze_slots=freeze,
+            stability=config.stability,
+        )
+    except (InputError, InstanceError) as exc:
+        raise CycleFailed("solve", exc.problems) from None
+    lines += [f"warning: {line}" for line in result.not_held]
+    return result.plan
+
+
+def _previous(folder: StateFolder, instance: Instance, lines: list[str]) -> Plan | None:
+    """The last good cycle's plan on this cycle's horizon, or None (with a warning when there
+    was one that cannot be used)."""
+    last = folder.last_cycle()
+    if last is None:
+        return None
+    try:
+        meta = json.loads((last / "cycle.json").read_text(encoding="utf-8"))
+        plan = Plan.read(last / "plan.json")
+        start = parse_time(str(meta["horizon_start"]))
+        minutes = int(meta["slot_minutes"])
+    except (OSError, ValueError, KeyError, TypeError, InputError) as exc:
+        lines.append(
+            f"warning: the last cycle's plan in {last} is unreadable ({exc}): planning afresh"
+        )
+        return None
+    assert instance.start is not None
+    moved = None if start is None else rebased(plan, start, minutes, instance)
+    if moved is None:
+        lines.append(
+            f"warning: the last cycle's plan ({last.name}) is on another time grid: planning afresh"
+        )
+    return moved
+
+
+# -- actions ---------------------------------------------------------------------------------
+
+
+def _actions(config: RunConfig, instance: Instance, plan: Plan, folder: StateFolder) -> Actions:
+    text = folder.applied()
+    try:
+        applied = None if text is None else read_desired(text, str(folder.root / "applied.json"))
+        if config.scheduler == "slurm":
+            s = config.slurm
+            options = SlurmOptions(
+                reservation_prefix=s.reservation_prefix,
+                users=tuple(s.users),
+                accounts=tuple(s.accounts),
+                lookahead_minutes=s.lookahead_minutes,
+                time_zone=s.time_zone,
+                hold_after_minutes=config.minutes("every"),
+                granularity=s.granularity,
+            )
+            return slurm_actions(instance, plan, options, applied)
+        assert config.kueue is not None
+        return kueue_actions(instance, plan, _kueue_options(config), applied)
+    except InputError as exc:
+        raise CycleFailed("actions", exc.problems) from None
+
+
+def _kueue_options(config: RunConfig) -> KueueOptions:
+    k = config.kueue
+    assert k is not None
+    cluster = read_cluster(config.cluster)
+    obj = None
+    if k.cluster_queue_object is not None:
+        obj = _parsed(
+            _read(k.cluster_queue_object, "cluster_queue_object", config.command_timeout),
+            "cluster_queue_object",
+        )
+    flavors = {p.name: p.flavors[0] for p in cluster.pools if p.flavors}
+    return KueueOptions(
+        cluster_queue=k.cluster_queue,
+        cluster_queue_object=obj,
+        flavors=flavors,
+        resource=k.resource,
+        hold_after_minutes=config.minutes("every"),
+    )
+
+
+def _apply(config: RunConfig, folder: StateFolder, actions: Actions) -> tuple[int, str | None]:
+    """Run the actions in order, stopping at the first that fails; applied.json records what
+    the scheduler now holds (the targets of the actions that ran)."""
+    text = folder.applied()
+    applied: Desired = {} if text is None else dict(read_desired(text, "applied.json"))
+    done, error = 0, None
+    for action in actions.actions:
+        try:
+            run_command(
+                list(action.argv), f"apply {action.kind} {action.target}", config.command_timeout
+            )
+        except CycleFailed as exc:
+            error = str(exc)
+            break
+        done += 1
+        if action.target in actions.desired:
+            applied[action.target] = actions.desired[action.target]
+        else:
+            applied.pop(action.target, None)
+    if error is None:  # the scheduler now holds the whole desired state
+        applied = dict(actions.desired)
+    folder.write("applied.json", json.dumps(applied, indent=2, sort_keys=True) + "\n")
+    return done, error
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+def _failed(
+    folder: StateFolder, config: RunConfig, when: datetime, exc: CycleFailed, lines: list[str]
+) -> Cycle:
+    cycle = Cycle(ok=False, when=when, lines=tuple(lines), error=str(exc))
+    last = folder.last_cycle()
+    plan_prom = ""
+    if last is not None and (last / "plan.prom").exists():
+        plan_prom = (last / "plan.prom").read_text(encoding="utf-8")
+    _finish(folder, config, cycle, plan_prom)
+    return cycle
+
+
+def _finish(folder: StateFolder, config: RunConfig, cycle: Cycle, plan_prom: str) -> None:
+    """status.json and metrics.prom for this cycle, good or failed."""
+    last_success: datetime | None = cycle.when
+    if cycle.folder is None:
+        last_success = parse_time(str(folder.status().get("last_success", "")))
+    in_force = folder.last_cycle()
+    record = {
+        "time": iso(cycle.when),
+        "ok": cycle.ok,
+        "error": cycle.error,
+        "cycle": None if cycle.folder is None else cycle.folder.name,
+        "plan_in_force": None if in_force is None else in_force.name,
+        "last_success": None if last_success is None else iso(last_success),
+        "actions": None if cycle.actions is None else len(cycle.actions.actions),
+        "applied": cycle.applied,
+    }
+    folder.write("status.json", json.dumps(record, indent=2) + "\n")
+    folder.write("metrics.prom", status_metrics(cycle.when, cycle.ok, last_success) + plan_prom)

@@ -1,0 +1,138 @@
+"""The re-planning service's parts on their own: the run configuration, the state folder's lock
+and cycles, a plan moved onto a later horizon, and metrics.prom read by Prometheus' own parser."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from horizon_opt.compiler import compile_instance
+from horizon_opt.errors import InputError
+from horizon_opt.io import parse_spec
+from horizon_opt.plan import Plan
+from horizon_opt.service.config import read_config
+from horizon_opt.service.folder import Busy, StateFolder
+from horizon_opt.service.metrics import plan_metrics, status_metrics
+from horizon_opt.service.rebase import rebased
+from horizon_opt.solvers import solve
+
+START = datetime(2026, 12, 1, 8, tzinfo=UTC)
+
+
+def _instance(start: datetime = START, now: int = 0):
+    return compile_instance(
+        parse_spec(
+            {
+                "name": "svc",
+                "horizon": {"slots": 8, "slot_minutes": 60, "start": start.isoformat()},
+                "now": now,
+                "pools": [{"name": "h100", "gpu_type": "H100", "nodes": 2, "gpus_per_node": 8}],
+                "services": [
+                    {"name": "chat", "pool": "h100", "gpus_per_replica": 2, "demand": [2] * 8}
+                ],
+                "jobs": [
+                    {"id": "a", "priority": 3, "gpus": 8, "duration": 2},
+                    {"id": "b", "priority": 1, "gpus": 8, "duration": 3},
+                    {"id": "c", "priority": 2, "gpus": 4, "duration": 2, "release": 4},
+                ],
+            }
+        )
+    )
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_config_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
+    config = read_config(
+        _config(
+            tmp_path,
+            "scheduler: slurm\ncluster: c.yaml\nqueue: {file: q.json}\nstate: st\nfreeze: 0\n",
+        )
+    )
+    assert config.cluster == tmp_path / "c.yaml"
+    assert config.queue.file == tmp_path / "q.json"
+    assert config.state == tmp_path / "st"
+    assert config.minutes("freeze") == 0 and config.minutes("every") == 15
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("scheduler: lsf\ncluster: c\nqueue: {file: q}\n", "scheduler"),
+        ("scheduler: slurm\ncluster: c\nqueue: {file: q, command: [squeue]}\n", "queue"),
+        ("scheduler: slurm\ncluster: c\nqueue: {file: q}\nevery: soon\n", "every"),
+        ("scheduler: slurm\ncluster: c\nqueue: {file: q}\ntime_limit: .inf\n", "time_limit"),
+        ("scheduler: kueue\ncluster: c\nqueue: {file: q}\n", "kueue"),
+        ("scheduler: slurm\ncluster: c\nqueue: {file: q}\nsolver: magic\n", "magic"),
+        ("scheduler: slurm\ncluster: c\nqueue: {file: q}\ncolour: red\n", "colour"),
+    ],
+)
+def test_a_bad_config_names_the_field(tmp_path: Path, text: str, field: str) -> None:
+    with pytest.raises(InputError) as err:
+        read_config(_config(tmp_path, text))
+    assert any(field in p for p in err.value.problems), err.value.problems
+
+
+def test_two_runs_never_overlap(tmp_path: Path) -> None:
+    one, two = StateFolder(tmp_path / "state"), StateFolder(tmp_path / "state")
+    with one.locked():
+        with pytest.raises(Busy, match="holds"):
+            with two.locked():
+                pass
+    with two.locked():  # released when the first run ends
+        pass
+
+
+def test_cycles_are_committed_whole_and_pruned(tmp_path: Path) -> None:
+    folder = StateFolder(tmp_path)
+    with folder.locked():
+        for k in range(4):
+            folder.commit_cycle(f"2026120{k}T000000Z", {"plan.json": str(k)}, keep=2)
+    kept = sorted(p.name for p in folder.cycles.iterdir())
+    assert kept == ["20261202T000000Z", "20261203T000000Z"]
+    last = folder.last_cycle()
+    assert last is not None and (last / "plan.json").read_text() == "3"
+
+
+def test_a_plan_moves_onto_the_next_horizon() -> None:
+    before = _instance()
+    plan = solve(before, "fifo")
+    after = _instance(datetime(2026, 12, 1, 10, tzinfo=UTC))
+    moved = rebased(plan, START, 60, after)
+    assert moved is not None
+    old = {a.job: a for a in plan.assignments}
+    for a in moved.assignments:  # two slots earlier on the new grid; what started before slot 0 is out
+        assert (a.start, a.end) == (old[a.job].start - 2, old[a.job].end - 2)
+    assert {a.job for a in moved.assignments} == {a.job for a in plan.assignments if a.start >= 2}
+    assert all(b.start >= 0 and b.end <= after.slots for b in moved.inference)
+
+
+def test_a_plan_on_another_grid_is_not_moved() -> None:
+    plan = solve(_instance(), "fifo")
+    half_slot = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
+    assert rebased(plan, half_slot, 60, _instance()) is None
+    assert rebased(plan, START, 30, _instance()) is None
+
+
+def test_metrics_parse_with_prometheus_own_parser() -> None:
+    inst = _instance(now=1)
+    plan: Plan = solve(inst, "greedy")
+    text = status_metrics(START, True, START) + plan_metrics(inst, plan, {"start": 2})
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert families["horizon_opt_cycle_success"].samples[0].value == 1
+    starts = families["horizon_opt_job_predicted_start_timestamp_seconds"].samples
+    planned = {a.job: a.start for a in plan.assignments if a.start >= inst.now}
+    assert {s.labels["job"]: s.value for s in starts} == {
+        j: START.timestamp() + 3600 * t for j, t in planned.items()
+    }
+    reserved = families["horizon_opt_inference_reserved_gpus"].samples[0]
+    required = families["horizon_opt_inference_required_gpus"].samples[0]
+    assert reserved.labels == {"service": "chat"} and required.value == 4
+    assert reserved.value >= required.value
