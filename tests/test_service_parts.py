@@ -82,10 +82,8 @@ def test_a_bad_config_names_the_field(tmp_path: Path, text: str, field: str) -> 
 
 def test_two_runs_never_overlap(tmp_path: Path) -> None:
     one, two = StateFolder(tmp_path / "state"), StateFolder(tmp_path / "state")
-    with one.locked():
-        with pytest.raises(Busy, match="holds"):
-            with two.locked():
-                pass
+    with one.locked(), pytest.raises(Busy, match="holds"), two.locked():
+        pass
     with two.locked():  # released when the first run ends
         pass
 
@@ -108,7 +106,9 @@ def test_a_plan_moves_onto_the_next_horizon() -> None:
     moved = rebased(plan, START, 60, after)
     assert moved is not None
     old = {a.job: a for a in plan.assignments}
-    for a in moved.assignments:  # two slots earlier on the new grid; what started before slot 0 is out
+    for (
+        a
+    ) in moved.assignments:  # two slots earlier on the new grid; what started before slot 0 is out
         assert (a.start, a.end) == (old[a.job].start - 2, old[a.job].end - 2)
     assert {a.job for a in moved.assignments} == {a.job for a in plan.assignments if a.start >= 2}
     assert all(b.start >= 0 and b.end <= after.slots for b in moved.inference)

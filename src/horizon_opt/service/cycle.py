@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from horizon_opt.actions import (
     Actions,
     Desired,
@@ -34,7 +35,6 @@ from horizon_opt.actions import (
     read_desired,
     slurm_actions,
 )
-
 from horizon_opt.check import check
 from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError, InstanceError
