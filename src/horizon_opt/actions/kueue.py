@@ -62,6 +62,7 @@ class KueueOptions:
     cluster_queue_object: Mapping[str, Any] | None = None  # kubectl get clusterqueue -o json
     resource: str = "nvidia.com/gpu"
     hold_after_minutes: int = 60  # the re-planning cadence
+    holds: bool = True  # pending workloads wait for their planned start (False: quotas only)
 
 
 def kueue_actions(
@@ -77,7 +78,8 @@ def kueue_actions(
     assigned = check_plan(instance, plan)
     before = checked_applied(applied)
     desired = _quotas(instance, plan, options)
-    desired.update(_holds(instance, plan, assigned, options))
+    if options.holds:
+        desired.update(_holds(instance, plan, assigned, options))
     render = _Renderer(instance, options)
     actions = changes(before, desired, render)
     return Actions(desired, tuple(actions), "kueue", tuple(render.notes))

@@ -129,6 +129,7 @@ class SlurmOptions:
     granularity: Literal["gpu", "node"] = "gpu"  # gpu: Slurm 23.11 or later
     flags: tuple[str, ...] = ("IGNORE_JOBS", "MAGNETIC", "NO_HOLD_JOBS_AFTER")
     gres: str = "gpu"  # the GRES name in TRESPerNode=gres/<gres>=N
+    start_hints: bool = True  # pending jobs get the plan's StartTime (False: reservations only)
 
     def zone(self) -> ZoneInfo:
         """The time zone, after checking every option: InputError, one line per problem."""
@@ -173,7 +174,8 @@ def slurm_actions(
     before = checked_applied(applied)
     segs = segments(instance, plan)
     desired, notes = _reservations(instance, segs, options, before or {})
-    desired.update(_job_hints(instance, assigned, options))
+    if options.start_hints:
+        desired.update(_job_hints(instance, assigned, options))
     render = _Renderer(instance, options, zone, now)
     return Actions(desired, tuple(changes(before, desired, render)), "slurm", tuple(notes))
 

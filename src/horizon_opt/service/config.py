@@ -84,6 +84,11 @@ class SlurmSettings(_Model):
     time_zone: str = Field(
         default="UTC", description="The zone times are written in (scontrol runs with TZ set)."
     )
+    start_hints: bool = Field(
+        default=False,
+        description="Also hold pending jobs to the plan's starts (StartTime=, ReqNodeList=); "
+        "default: inference reservations only (docs/operating.md says why).",
+    )
     granularity: Literal["gpu", "node"] = Field(
         default="gpu",
         description="gpu: reserve GPUs (TRESPerNode, Slurm 23.11+); node: whole nodes.",
@@ -106,6 +111,11 @@ class KueueSettings(_Model):
         description="`kubectl get clusterqueue NAME -o json`: where each flavor's GPU quota is.",
     )
     resource: str = Field(default="nvidia.com/gpu")
+    holds: bool = Field(
+        default=False,
+        description="Also hold pending workloads until their planned start (spec.active); "
+        "default: the batch quota only (docs/operating.md says why).",
+    )
 
 
 class RunConfig(_Model):

@@ -305,6 +305,7 @@ def _actions(config: RunConfig, instance: Instance, plan: Plan, folder: StateFol
                 time_zone=s.time_zone,
                 hold_after_minutes=config.minutes("every"),
                 granularity=s.granularity,
+                start_hints=s.start_hints,
             )
             return slurm_actions(instance, plan, options, applied)
         assert config.kueue is not None
@@ -330,6 +331,7 @@ def _kueue_options(config: RunConfig) -> KueueOptions:
         flavors=flavors,
         resource=k.resource,
         hold_after_minutes=config.minutes("every"),
+        holds=k.holds,
     )
 
 
