@@ -136,3 +136,29 @@ def test_metrics_parse_with_prometheus_own_parser() -> None:
     required = families["horizon_opt_inference_required_gpus"].samples[0]
     assert reserved.labels == {"service": "chat"} and required.value == 4
     assert reserved.value >= required.value
+
+
+def test_a_cycle_on_an_instance_file_writes_plan_actions_and_metrics(tmp_path: Path) -> None:
+    """The queue may be an instance file (your own exporter's); the demo's state at noon."""
+    from horizon_opt.check import check
+    from horizon_opt.io import load_instance
+    from horizon_opt.service.cycle import run_cycle
+
+    demo = Path(__file__).resolve().parent.parent / "instances" / "demo-state.yaml"
+    config = read_config(
+        _config(
+            tmp_path,
+            f"scheduler: slurm\nqueue: {{file: {demo}, format: instance}}\nstate: st\n"
+            "solver: greedy\nslurm: {users: [svc]}\n",
+        )
+    )
+    cycle = run_cycle(config)
+    assert cycle.ok and cycle.folder is not None and cycle.actions is not None
+    instance = load_instance(cycle.folder / "instance.yaml")
+    assert not check(instance, Plan.read(cycle.folder / "plan.json"))
+    assert cycle.actions.actions and all(a.argv[2] == "scontrol" for a in cycle.actions.actions)
+    status = (tmp_path / "st" / "status.json").read_text()
+    assert '"ok": true' in status
+    again = run_cycle(config)  # not applied: the same commands again, from the plan kept
+    assert again.plan is not None and again.plan.churn is not None and again.actions is not None
+    assert [a.argv for a in again.actions.actions] == [a.argv for a in cycle.actions.actions]

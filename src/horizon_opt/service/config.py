@@ -52,11 +52,19 @@ class Source(_Model):
 
     file: Path | None = None
     command: list[str] | None = Field(default=None, min_length=1)
+    format: Literal["scheduler", "instance"] = Field(
+        default="scheduler",
+        description="scheduler: the scheduler's own payload (squeue --json, Kueue Workloads), "
+        "imported around the cluster file; instance: an instance file (FORMAT.md) with `now` "
+        "and running jobs placed, as your own exporter writes it.",
+    )
 
     @model_validator(mode="after")
     def _one(self) -> Source:
         if (self.file is None) == (self.command is None):
             raise ValueError("give exactly one of `file` or `command`")
+        if self.format == "instance" and self.file is None:
+            raise ValueError("format instance: give the instance as a `file`")
         return self
 
 
@@ -120,7 +128,7 @@ class KueueSettings(_Model):
 
 class RunConfig(_Model):
     scheduler: Literal["slurm", "kueue"]
-    cluster: Path
+    cluster: Path | None = None  # required unless the queue is an instance file
     queue: Source
     history: Source | None = None
     state: Path = Path("state")
@@ -162,6 +170,8 @@ class RunConfig(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> RunConfig:
+        if self.cluster is None and self.queue.format != "instance":
+            raise ValueError("cluster: the cluster file is required to import the queue")
         if self.scheduler == "kueue" and self.kueue is None:
             raise ValueError("scheduler kueue needs a `kueue:` section (cluster_queue)")
         if self.scheduler == "kueue" and self.history is not None:
@@ -183,11 +193,11 @@ def read_config(path: str | os.PathLike[str]) -> RunConfig:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
         raise InputError([f"{file}: {p}" for p in validation_problems(exc)]) from None
-    base = file.parent
+    base = Path(os.path.normpath(file.parent))
     return config.model_copy(
         update={
-            "cluster": base / config.cluster,
-            "state": base / config.state,
+            "cluster": None if config.cluster is None else _under(base, config.cluster),
+            "state": _under(base, config.state),
             "queue": _rebased(config.queue, base),
             "history": None if config.history is None else _rebased(config.history, base),
             "kueue": config.kueue
@@ -199,7 +209,12 @@ def read_config(path: str | os.PathLike[str]) -> RunConfig:
     )
 
 
+def _under(base: Path, path: Path) -> Path:
+    """`path` relative to `base` (unchanged when absolute), without `..` detours."""
+    return Path(os.path.normpath(base / path))
+
+
 def _rebased(source: Source, base: Path) -> Source:
     if source.file is None:
         return source
-    return source.model_copy(update={"file": base / source.file})
+    return source.model_copy(update={"file": _under(base, source.file)})

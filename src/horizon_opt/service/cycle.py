@@ -124,14 +124,9 @@ def _plan_cycle(
     payloads = {"queue": _read(config.queue, "queue", config.command_timeout)}
     if config.history is not None:
         payloads["history"] = _read(config.history, "history", config.command_timeout)
-    imported = _import(config, payloads, now)
-    lines += [f"note: {line}" for line in note_lines(imported.notes)]
-    document = _absolute_demand(imported.document, config.cluster.parent)
-    try:
-        spec = parse_spec(document)
-        instance = compile_instance(spec, read_demand_csv(spec, config.cluster.parent))
-    except (InputError, InstanceError) as exc:
-        raise CycleFailed("import", exc.problems) from None
+    document, instance = _state(config, payloads, now, lines)
+    if instance.start is None:
+        raise CycleFailed("import", ["the instance has no horizon.start: actions need times"])
     plan = _replan(config, folder, instance, lines)
     violations = check(instance, plan)
     if violations:
@@ -141,9 +136,8 @@ def _plan_cycle(
     for a in actions.actions:
         kinds[a.kind] = kinds.get(a.kind, 0) + 1
     metrics = plan_metrics(instance, plan, kinds)
-    assert instance.start is not None  # imported instances always have one
     files = {
-        "queue.json": payloads["queue"],
+        "queue.txt": payloads["queue"],
         "instance.yaml": yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
         "plan.json": plan.to_json(),
         "explain.json": explanations_json(plan, explain(instance, plan)),
@@ -161,7 +155,7 @@ def _plan_cycle(
         ),
     }
     if "history" in payloads:
-        files["history.json"] = payloads["history"]
+        files["history.txt"] = payloads["history"]
     stamp = when.strftime("%Y%m%dT%H%M%SZ")
     return _Good(folder.commit_cycle(stamp, files, config.keep), plan, actions, metrics)
 
@@ -205,9 +199,34 @@ def _parsed(text: str, what: str) -> Any:
         raise CycleFailed(what, [f"not JSON or YAML: {exc}"]) from None
 
 
-def _import(config: RunConfig, payloads: dict[str, str], now: datetime | None) -> Imported:
+def _state(
+    config: RunConfig, payloads: dict[str, str], now: datetime | None, lines: list[str]
+) -> tuple[dict[str, Any], Instance]:
+    """The cluster's state as an instance document (demand CSV paths made absolute, so the
+    cycle's copy reads the same series) and the compiled instance."""
+    if config.queue.format == "instance":
+        assert config.queue.file is not None  # the config allows a file only
+        document, base = _parsed(payloads["queue"], "queue"), config.queue.file.parent
+        if not isinstance(document, dict):
+            raise CycleFailed("queue", [f"{config.queue.file}: not an instance file"])
+    else:
+        assert config.cluster is not None  # the config requires it for a scheduler payload
+        imported = _import(config, config.cluster, payloads, now)
+        lines += [f"note: {line}" for line in note_lines(imported.notes)]
+        document, base = imported.document, config.cluster.parent
+    document = _absolute_demand(document, base)
     try:
-        cluster = read_cluster(config.cluster)
+        spec = parse_spec(document)
+        return document, compile_instance(spec, read_demand_csv(spec, base))
+    except (InputError, InstanceError) as exc:
+        raise CycleFailed("import", exc.problems) from None
+
+
+def _import(
+    config: RunConfig, cluster_file: Path, payloads: dict[str, str], now: datetime | None
+) -> Imported:
+    try:
+        cluster = read_cluster(cluster_file)
         queue = _parsed(payloads["queue"], "queue")
         if config.scheduler == "slurm":
             history = payloads.get("history")
@@ -317,14 +336,14 @@ def _actions(config: RunConfig, instance: Instance, plan: Plan, folder: StateFol
 def _kueue_options(config: RunConfig) -> KueueOptions:
     k = config.kueue
     assert k is not None
-    cluster = read_cluster(config.cluster)
+    pools = [] if config.cluster is None else read_cluster(config.cluster).pools
     obj = None
     if k.cluster_queue_object is not None:
         obj = _parsed(
             _read(k.cluster_queue_object, "cluster_queue_object", config.command_timeout),
             "cluster_queue_object",
         )
-    flavors = {p.name: p.flavors[0] for p in cluster.pools if p.flavors}
+    flavors = {p.name: p.flavors[0] for p in pools if p.flavors}
     return KueueOptions(
         cluster_queue=k.cluster_queue,
         cluster_queue_object=obj,
