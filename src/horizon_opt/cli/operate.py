@@ -108,9 +108,9 @@ def summary(cycle: Cycle, config: RunConfig, apply: bool) -> list[str]:
     plan = cycle.plan
     bound = "" if plan.gap is None else f", gap {100 * plan.gap:.1f}%"
     lines = [
-        f"cycle {stamp}: {plan.solver} plan, pwo {plan.objective:,.1f}{bound}, "
-        f"{len(plan.assignments)} jobs planned, {len(plan.unscheduled)} not "
-        f"({cycle.folder})"
+        f"cycle {stamp}: {plan.solver} plan, pwo {plan.objective:,.1f}{bound}; jobs: "
+        f"{cycle.running} running, {len(plan.assignments) - cycle.running} planned, "
+        f"{len(plan.unscheduled)} not planned ({cycle.folder})"
     ]
     if plan.churn is not None:
         c = plan.churn

@@ -73,6 +73,7 @@ class Cycle:
     plan: Plan | None = None
     actions: Actions | None = None
     applied: int = 0  # actions run (`apply`)
+    running: int = 0  # jobs running at the snapshot (placed before `now`)
     lines: tuple[str, ...] = ()  # what a person reads: notes, warnings, the summary
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -99,6 +100,7 @@ def run_cycle(config: RunConfig, *, apply: bool = False, now: datetime | None = 
             plan=good.plan,
             actions=good.actions,
             applied=applied,
+            running=good.running,
             lines=tuple(lines),
             error=apply_error,
         )
@@ -112,6 +114,7 @@ class _Good:
     plan: Plan
     actions: Actions
     metrics: str
+    running: int
 
 
 def _plan_cycle(
@@ -157,7 +160,10 @@ def _plan_cycle(
     if "history" in payloads:
         files["history.txt"] = payloads["history"]
     stamp = when.strftime("%Y%m%dT%H%M%SZ")
-    return _Good(folder.commit_cycle(stamp, files, config.keep), plan, actions, metrics)
+    running = sum(
+        1 for j in instance.jobs if j.placed is not None and j.placed.start < instance.now
+    )
+    return _Good(folder.commit_cycle(stamp, files, config.keep), plan, actions, metrics, running)
 
 
 # -- reading and importing -------------------------------------------------------------------
