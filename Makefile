@@ -29,7 +29,7 @@ demo: $(STAMP)
 		--time-limit 5 -o demo-output/simulate
 	$(BIN)/horizon-opt check demo-output/simulate/cpsat.actual.yaml demo-output/simulate/cpsat.ran.json
 	$(BIN)/horizon-opt run instances/demo-run.yaml
-	head -n 6 demo-output/run-state/current/actions.sh
+	head -n 7 demo-output/run-state/current/actions.sh
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
