@@ -146,10 +146,10 @@ def test_fixture_fields_in_the_document() -> None:
             "pool": "h100",
             "start": "2026-12-01T09:00:00Z",
             "end": "2026-12-01T21:00:00Z",
-            "gpus": {"h100-0": list(range(8)), "h100-1": list(range(8))},
+            "gpus": {"gpu-h100-01": list(range(8)), "gpu-h100-02": list(range(8))},
         },
     }
-    # Admitted with a topology assignment on host gpu-h100-04 = h100-3; GPUs from `limits`
+    # Admitted with a topology assignment on host gpu-h100-04 (h100's node 3); GPUs from `limits`
     # only ("4"); 3h and kind from the pod template's annotations; no priority: 0 -> 1.
     assert job_of(result, "team-a/job-finetune-llama-8b-9d2e4") == {
         "id": "team-a/job-finetune-llama-8b-9d2e4",
@@ -163,7 +163,7 @@ def test_fixture_fields_in_the_document() -> None:
             "pool": "h100",
             "start": "2026-12-01T10:00:00Z",
             "end": "2026-12-01T13:00:00Z",
-            "gpus": {"h100-3": [0, 1, 2, 3]},
+            "gpus": {"gpu-h100-04": [0, 1, 2, 3]},
         },
     }
     # Pending in team-a-queue, whose admitted workloads hold h100; activeDeadlineSeconds 7200.
@@ -225,7 +225,7 @@ def test_fixture_notes() -> None:
         "team-a/pytorchjob-pretrain-7b-3c1f2: status.conditions.Admitted: start: "
         "2026-12-01T08:15:00Z is before the horizon: placed from 2026-12-01T09:00:00Z",
         "team-a/pytorchjob-pretrain-7b-3c1f2: status.admission: node placement assumed (Kueue "
-        "does not record nodes): on h100-0, h100-1, the lowest nodes of h100 with room",
+        "does not record nodes): on gpu-h100-01, gpu-h100-02, the lowest nodes of h100 with room",
         "team-a/job-sft-mistral-1a2b3: spec.queueName: pending: on h100, the pools that "
         "admitted workloads of queue team-a/team-a-queue hold",
         "team-b/job-eval-harness-77aa1: spec.queueName: pending, no flavor known for its queue: "
@@ -490,14 +490,15 @@ def test_a_workload_being_deleted_is_left_out() -> None:
 )
 def test_a_workload_pinned_to_a_host_runs_there(pin: Json) -> None:
     """Kueue records no nodes without a topology assignment, but a pod pinned to one host by a
-    nodeSelector or a required node affinity runs there: placed on h100-2 (gpu-h100-03), not on
-    the lowest node with room. Pending, the pin is noted: an instance has no per-node pin."""
+    nodeSelector or a required node affinity runs there: placed on gpu-h100-03 (h100's node 2),
+    not on the lowest node with room. Pending, the pin is noted: an instance has no per-node
+    pin."""
     running = workload("on3", gpus="4", admitted="2026-12-01T10:00:00Z")
     running["spec"]["podSets"][0]["template"]["spec"].update(pin)
     pending = workload("wants3", gpus="4")
     pending["spec"]["podSets"][0]["template"]["spec"].update(pin)
     result = run(items(running, pending))
-    assert job_of(result, "ns/on3")["placed"]["gpus"] == {"h100-2": [0, 1, 2, 3]}
+    assert job_of(result, "ns/on3")["placed"]["gpus"] == {"gpu-h100-03": [0, 1, 2, 3]}
     assert not any("node placement assumed" in n for n in notes_of(result, "ns/on3"))
     assert (
         "spec.podSets: pinned to gpu-h100-03 by node affinity: planned on its pool, where the "
@@ -771,8 +772,8 @@ def test_small_running_jobs_share_a_node_with_distinct_gpus() -> None:
             workload("b", gpus="4", admitted="2026-12-01T10:00:00Z"),
         )
     )
-    assert job_of(result, "ns/a")["placed"]["gpus"] == {"h100-0": [0, 1]}
-    assert job_of(result, "ns/b")["placed"]["gpus"] == {"h100-0": [2, 3, 4, 5]}
+    assert job_of(result, "ns/a")["placed"]["gpus"] == {"gpu-h100-01": [0, 1]}
+    assert job_of(result, "ns/b")["placed"]["gpus"] == {"gpu-h100-01": [2, 3, 4, 5]}
     result.compile()
 
 
@@ -787,13 +788,13 @@ def test_topology_assignment_on_unknown_hosts_falls_back() -> None:
     }
     result = run(w)
     assert job_of(result, "ns/tas")["placed"]["gpus"] == {
-        "h100-0": list(range(8)),
-        "h100-1": list(range(8)),
+        "gpu-h100-01": list(range(8)),
+        "gpu-h100-02": list(range(8)),
     }
     assert notes_of(result, "ns/tas") == [
         "status.admission: its topology assignment is not used: host(s) node-x are not in the "
         "cluster file's node_names; node placement assumed (Kueue does not record nodes): on "
-        "h100-0, h100-1, the lowest nodes of h100 with room"
+        "gpu-h100-01, gpu-h100-02, the lowest nodes of h100 with room"
     ]
     # both hosts known: its nodes, no note
     w["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]["domains"][1][
@@ -801,8 +802,8 @@ def test_topology_assignment_on_unknown_hosts_falls_back() -> None:
     ] = ["r1", "gpu-h100-03"]
     result = run(w)
     assert job_of(result, "ns/tas")["placed"]["gpus"] == {
-        "h100-1": list(range(8)),
-        "h100-2": list(range(8)),
+        "gpu-h100-02": list(range(8)),
+        "gpu-h100-03": list(range(8)),
     }
     assert notes_of(result, "ns/tas") == []
 
@@ -822,9 +823,12 @@ def test_v1beta2_fixture_places_on_the_hosts_its_slices_name() -> None:
     result = run(read_workloads(DATA / "workloads-v1beta2.json"))
     gpus = {j["id"]: j.get("placed", {}).get("gpus") for j in result.document["jobs"]}
     assert gpus == {
-        "research/jobset-pretrain-13b-a1b2c": {"h100-1": list(range(8)), "h100-2": list(range(8))},
-        "evals/job-ddp-eval-d4e5f@gpu-h100-01": {"h100-0": [0, 1, 2, 3]},
-        "evals/job-ddp-eval-d4e5f@gpu-h100-04": {"h100-3": [0, 1]},
+        "research/jobset-pretrain-13b-a1b2c": {
+            "gpu-h100-02": list(range(8)),
+            "gpu-h100-03": list(range(8)),
+        },
+        "evals/job-ddp-eval-d4e5f@gpu-h100-01": {"gpu-h100-01": [0, 1, 2, 3]},
+        "evals/job-ddp-eval-d4e5f@gpu-h100-04": {"gpu-h100-04": [0, 1]},
         "research/job-finetune-70b-0a9b8": None,
     }
     assert not any("node placement assumed" in str(n) for n in result.notes)
@@ -841,7 +845,7 @@ def test_v1beta2_fixture_places_on_the_hosts_its_slices_name() -> None:
                 "levels": ["kubernetes.io/hostname"],
                 "domains": [{"values": ["gpu-h100-03"], "count": 2}],
             },
-            {"h100-2": list(range(8))},
+            {"gpu-h100-03": list(range(8))},
         ),
         (  # v1beta2: universal value, universal count
             {
@@ -854,7 +858,7 @@ def test_v1beta2_fixture_places_on_the_hosts_its_slices_name() -> None:
                     }
                 ],
             },
-            {"h100-2": list(range(8))},
+            {"gpu-h100-03": list(range(8))},
         ),
         (  # v1beta2: prefix, roots and suffix; two slices; individual counts
             {
@@ -878,7 +882,7 @@ def test_v1beta2_fixture_places_on_the_hosts_its_slices_name() -> None:
                     },
                 ],
             },
-            {"h100-1": list(range(8))},
+            {"gpu-h100-02": list(range(8))},
         ),
     ],
 )
@@ -903,7 +907,10 @@ def test_a_topology_the_rule_cannot_hold_is_held_one_part_per_host() -> None:
     w = tas(workload("thin", gpus="1", count=2, admitted="2026-12-01T10:00:00Z"), topology)
     result = run(w)
     parts = {j["id"]: j["placed"]["gpus"] for j in result.document["jobs"]}
-    assert parts == {"ns/thin@gpu-h100-02": {"h100-1": [0]}, "ns/thin@gpu-h100-04": {"h100-3": [0]}}
+    assert parts == {
+        "ns/thin@gpu-h100-02": {"gpu-h100-02": [0]},
+        "ns/thin@gpu-h100-04": {"gpu-h100-04": [0]},
+    }
     (note,) = notes_of(result, "ns/thin")
     assert note.startswith("status.admission: holds GPUs gpu-h100-02: 1, gpu-h100-04: 1")
     instance = result.compile()
@@ -922,7 +929,7 @@ def test_a_topology_above_the_hostname_names_no_nodes() -> None:
         ],
     }
     result = run(tas(workload("rack", admitted="2026-12-01T10:00:00Z"), topology))
-    assert job_of(result, "ns/rack")["placed"]["gpus"] == {"h100-0": list(range(8))}
+    assert job_of(result, "ns/rack")["placed"]["gpus"] == {"gpu-h100-01": list(range(8))}
     assert "node placement assumed" in notes_of(result, "ns/rack")[0]
 
 

@@ -129,7 +129,7 @@ def test_fixture_running_jobs_field_by_field(imported: Imported) -> None:
     jobs = jobs_of(imported)
     # 1001: started 07:30, before the horizon (09:00): placed from 09:00; alice/train-llm's
     # three completed runs used 50%, 60%, 70% of 1440 min: median 60% -> 864 min, so it ends
-    # 07:30 + 14h24 = 21:54. Nodes gpu-h100-[01-02] are h100-0 and h100-1, IDX 0-7 each.
+    # 07:30 + 14h24 = 21:54. Nodes gpu-h100-[01-02] (h100's nodes 0 and 1), IDX 0-7 each.
     assert jobs["1001"] == {
         "id": "1001",
         "priority": round(1 + 9 * 30000 / 40000, 2),
@@ -141,11 +141,11 @@ def test_fixture_running_jobs_field_by_field(imported: Imported) -> None:
             "pool": "h100",
             "start": "2026-12-01T09:00:00Z",
             "end": "2026-12-01T21:54:00Z",
-            "gpus": {"h100-0": list(range(8)), "h100-1": list(range(8))},
+            "gpus": {"gpu-h100-01": list(range(8)), "gpu-h100-02": list(range(8))},
         },
     }
-    # 1002: gres_detail gpu:h100:4(IDX:2-5) on gpu-h100-03 (h100-2), indices kept.
-    assert jobs["1002"]["placed"]["gpus"] == {"h100-2": [2, 3, 4, 5]}
+    # 1002: gres_detail gpu:h100:4(IDX:2-5) on gpu-h100-03 (h100's node 2), indices kept.
+    assert jobs["1002"]["placed"]["gpus"] == {"gpu-h100-03": [2, 3, 4, 5]}
     assert jobs["1002"]["placed"]["start"] == "2026-12-01T10:00:00Z"
     # 1003: no gres_detail: 2 GPUs (tres_alloc_str) get the lowest indices not held by another
     # running job on gpu-a100-01 (1010_1 holds index 2 there).
@@ -153,14 +153,14 @@ def test_fixture_running_jobs_field_by_field(imported: Imported) -> None:
         "pool": "a100",
         "start": "2026-12-01T09:30:00Z",
         "end": "2026-12-01T13:30:00Z",
-        "gpus": {"a100-0": [0, 1]},
+        "gpus": {"gpu-a100-01": [0, 1]},
     }
     # 1012 is task 1 of array 1010: its id is 1010_1.
     assert jobs["1010_1"]["placed"] == {
         "pool": "a100",
         "start": "2026-12-01T10:10:00Z",
         "end": "2026-12-01T11:10:00Z",
-        "gpus": {"a100-0": [2]},
+        "gpus": {"gpu-a100-01": [2]},
     }
 
 
@@ -339,7 +339,7 @@ def job(job_id: int = 1, **fields: Any) -> dict[str, Any]:
 
 
 def running(job_id: int = 1, **fields: Any) -> dict[str, Any]:
-    """A running job: on g01 (h100-0) since 10 minutes before the snapshot."""
+    """A running job: on g01 (h100's node 0) since 10 minutes before the snapshot."""
     return job(
         job_id, **{"job_state": ["RUNNING"], "start_time": wrap(T0 - 600), "nodes": "g01", **fields}
     )
@@ -670,7 +670,7 @@ def test_running_job_with_gres_detail_and_hostlist() -> None:
             "pool": "h100",
             "start": "2026-12-01T10:10:00Z",
             "end": "2026-12-01T11:10:00Z",
-            "gpus": {"h100-0": list(range(8)), "h100-1": list(range(8))},
+            "gpus": {"g01": list(range(8)), "g02": list(range(8))},
         },
     }
     assert result.notes == ()
@@ -683,7 +683,7 @@ def test_running_jobs_without_indices_take_the_lowest_free_ones() -> None:
         running(3, tres_per_node="gres/gpu:2", gres_detail=["gpu(CNT:2)"]),
     )
     placed = {j["id"]: j["placed"]["gpus"] for j in result.document["jobs"]}
-    assert placed == {"1": {"h100-0": [0, 1]}, "2": {"h100-0": [2, 3, 4]}, "3": {"h100-0": [5, 6]}}
+    assert placed == {"1": {"g01": [0, 1]}, "2": {"g01": [2, 3, 4]}, "3": {"g01": [5, 6]}}
     result.compile()
 
 
@@ -693,9 +693,9 @@ def test_running_jobs_that_claim_the_same_gpu() -> None:
         running(2, tres_per_node="gres/gpu:2", gres_detail=["gpu:2(IDX:1-2)"]),
     )
     placed = {j["id"]: j["placed"]["gpus"] for j in result.document["jobs"]}
-    assert placed == {"1": {"h100-0": [0, 1]}, "2": {"h100-0": [2, 3]}}
+    assert placed == {"1": {"g01": [0, 1]}, "2": {"g01": [2, 3]}}
     assert notes_of(result) == [
-        "2: gres_detail: GPU(s) [1] of h100-0 are another running job's: indices chosen anew"
+        "2: gres_detail: GPU(s) [1] of g01 are another running job's: indices chosen anew"
     ]
 
 
@@ -703,7 +703,7 @@ def test_running_jobs_that_fill_a_node_beyond_its_gpus() -> None:
     result = run(running(1, tres_per_node="gres/gpu:6"), running(2, tres_per_node="gres/gpu:4"))
     assert list(jobs_of(result)) == ["1"]
     assert notes_of(result) == [
-        "2: gpus: node h100-0 has no 4 free GPU indices left: its GPUs are not reserved in the "
+        "2: gpus: node g01 has no 4 free GPU indices left: its GPUs are not reserved in the "
         "plan; left out"
     ]
     result.compile()
@@ -777,7 +777,7 @@ def test_a_running_job_thinner_than_its_nodes_is_held_one_part_per_node() -> Non
     result = run(spread(gres_detail=["gpu:1(IDX:3)", "gpu:1(IDX:5)"]))
     parts = jobs_of(result)
     assert list(parts) == ["1@g01", "1@g02"]
-    assert [p["placed"]["gpus"] for p in parts.values()] == [{"h100-0": [3]}, {"h100-1": [5]}]
+    assert [p["placed"]["gpus"] for p in parts.values()] == [{"g01": [3]}, {"g02": [5]}]
     assert {p["gpus"] for p in parts.values()} == {1}
     assert {(p["placed"]["start"], p["placed"]["end"], p["priority"]) for p in parts.values()} == {
         ("2026-12-01T10:10:00Z", "2026-12-01T11:10:00Z", 10)
@@ -796,12 +796,12 @@ def test_a_running_job_thinner_than_its_nodes_is_held_one_part_per_node() -> Non
     [
         (
             {"nodes": "g01,s01", "tres_per_node": "gres/gpu:4", "node_count": wrap(2)},
-            {"1@g01": {"h100-0": [0, 1, 2, 3]}, "1@s01": {"l4-0": [0, 1, 2, 3]}},
+            {"1@g01": {"g01": [0, 1, 2, 3]}, "1@s01": {"s01": [0, 1, 2, 3]}},
             "1: gres_detail: holds GPUs g01: 4, s01: 4 (nodes of 8/4 GPUs)",
         ),
         (
             {"nodes": "g[01-02]", "tres_alloc_str": "gres/gpu=3", "tres_per_node": ""},
-            {"1@g01": {"h100-0": [0, 1]}, "1@g02": {"h100-1": [0, 1]}},
+            {"1@g01": {"g01": [0, 1]}, "1@g02": {"g02": [0, 1]}},
             "1: nodes: 3 GPUs do not split evenly over its 2 nodes and gres_detail does not say "
             "how they sit: held as 2 on each (at most that many on any one)",
         ),
@@ -947,13 +947,12 @@ def test_a_running_job_whose_limit_ends_between_the_snapshot_and_now_is_not_past
 
 
 def test_a_running_job_on_a_node_that_is_down_is_left_out_with_the_planners_message() -> None:
+    # the cluster file's outage names h100-0, the instance's (and the message's) name is g01
     cluster = small_cluster(outages=[{"node": "h100-0", "start": 0, "end": 3}])
     result = run(running(), job(2), cluster=cluster)
     assert list(jobs_of(result)) == ["2"]
     (note,) = notes_of(result)
-    assert note.startswith(
-        "1: instance: the planner refuses it: placed.gpus: job '1' runs on h100-0"
-    )
+    assert note.startswith("1: instance: the planner refuses it: placed.gpus: job '1' runs on g01")
     assert note.endswith("; left out")
 
 

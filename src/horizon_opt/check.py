@@ -140,7 +140,8 @@ class _Checker:
                 self.report(2, f"job {job_id!r}: ends at {a.end}, after the horizon ({S} slots)")
             G = pool.gpus_per_node
             for node, idx in a.gpus.items():
-                if not node.startswith(f"{pool.name}-") or node not in self.inst.node_index:
+                n = self.inst.node_index.get(node)
+                if n is None or int(self.inst.node_pool[n]) != pool.index:
                     self.report(
                         2, f"job {job_id!r}: node {node!r} is not a node of pool {pool.name!r}"
                     )

@@ -27,6 +27,7 @@ from horizon_opt.instance import (
     gang_on,
     horizon_start,
 )
+from horizon_opt.node_names import all_node_names
 from horizon_opt.packing import pack
 from horizon_opt.spec import (
     MAX_DEMAND,
@@ -53,6 +54,8 @@ class _Compiler:
         self.now = 0
         self.up_rows: BoolArray = np.ones((0, 0), dtype=np.bool_)
         self.node_pools: list[int] = []
+        self.node_names: tuple[str, ...] = ()
+        self.node_index: dict[str, int] = {}
 
     def error(self, path: str, message: str) -> None:
         self.problems.append(f"{path}: {message}")
@@ -150,14 +153,16 @@ class _Compiler:
             first += p.nodes
         return tuple(pools)
 
-    def up(self, pools: tuple[Pool, ...], node_index: dict[str, int]) -> BoolArray:
+    def up(self, pools: tuple[Pool, ...]) -> BoolArray:
         n = sum(p.nodes for p in pools)
         up = np.ones((n, self.S), dtype=np.bool_)
+        named = any(p.node_names is not None for p in self.spec.pools)
+        known = "<pool>-<i>" + (", or their pool's node_names" if named else "")
         for i, o in enumerate(self.spec.outages):
             path = f"outages[{i}]"
-            node = node_index.get(o.node)
+            node = self.node_index.get(o.node)
             if node is None:
-                self.error(f"{path}.node", f"unknown node {o.node!r} (nodes are <pool>-<i>)")
+                self.error(f"{path}.node", f"unknown node {o.node!r} (nodes are {known})")
             start = self.time(o.start, f"{path}.start", round_up=False)
             end = self.time(o.end, f"{path}.end", round_up=True)
             if start is None or end is None:
@@ -352,8 +357,8 @@ class _Compiler:
         gang = gangs[pool.index]
         gpus: dict[int, tuple[int, ...]] = {}
         for name, idx in spec.gpus.items():
-            n = pool.first_node + int(name.rsplit("-", 1)[1]) if pool.has_node(name) else None
-            if n is None:
+            n = self.node_index.get(name)
+            if n is None or self.node_pools[n] != pool.index:
                 self.error(f"{path}.gpus", f"{name!r} is not a node of pool {pool.name!r}")
                 continue
             if len(set(idx)) != len(idx) or max(idx, default=0) >= pool.gpus_per_node:
@@ -380,7 +385,7 @@ class _Compiler:
             if down.size:
                 self.error(
                     f"{path}.gpus",
-                    f"job {j.id!r} runs on {pool.name}-{n - pool.first_node} while that node "
+                    f"job {j.id!r} runs on {self.node_names[n]} while that node "
                     f"is down (slots {_ranges((down + start).tolist())})",
                 )
         return Placed(pool.index, start, end, gpus)
@@ -418,7 +423,6 @@ class _Compiler:
                 if a < self.now:  # a started job holds these very GPUs
                     for g in idx:
                         runs.setdefault((n, g), []).append((a, b, job.id))
-        names = [f"{p.name}-{k}" for p in pools for k in range(p.nodes)]
         for (n, g), items in runs.items():
             items.sort()
             last_end, last_id = items[0][1], items[0][2]  # the run that ends last so far
@@ -427,7 +431,7 @@ class _Compiler:
                     self.error(
                         "jobs",
                         f"placed jobs {last_id!r} and {job_id!r} both hold GPU {g} of "
-                        f"{names[n]} at slot {a}",
+                        f"{self.node_names[n]} at slot {a}",
                     )
                 if b > last_end:
                     last_end, last_id = b, job_id
@@ -446,7 +450,7 @@ class _Compiler:
                 self.error(
                     "jobs",
                     f"placed jobs {', '.join(map(repr, holders))} hold more than the {G} GPUs "
-                    f"of {names[n]} (slots {_ranges(over.tolist())})",
+                    f"of {self.node_names[n]} (slots {_ranges(over.tolist())})",
                 )
 
     def job_durations(self, i: int, by_name: dict[str, Pool]) -> dict[int, int]:
@@ -538,11 +542,11 @@ class _Compiler:
         self.horizon()
         self.now = self.parse_now()
         pools = self.pools()
-        node_names = tuple(f"{p.name}-{i}" for p in pools for i in range(p.nodes))
-        node_index = {n: i for i, n in enumerate(node_names)}
-        up = self.up(pools, node_index)
-        self.up_rows = up
+        self.node_names, problems = all_node_names(self.spec.pools)
+        self.problems += problems
+        self.node_index = {n: i for i, n in enumerate(self.node_names)}
         self.node_pools = [p.index for p in pools for _ in range(p.nodes)]
+        self.up_rows = up = self.up(pools)
         services = self.services(pools)
         jobs = self.jobs(pools)
         if not self.problems:
@@ -558,7 +562,7 @@ class _Compiler:
             slot_minutes=self.slot_minutes,
             start=self.start,
             pools=pools,
-            node_names=node_names,
+            node_names=self.node_names,
             node_pool=node_pool,
             up=up,
             services=services,

@@ -33,22 +33,11 @@ class Pool:
     gpu_type: str
     nodes: int
     gpus_per_node: int
-    first_node: int  # global index of node <name>-0
+    first_node: int  # global index of its first node (names: `Instance.node_names`)
 
     @property
     def node_range(self) -> range:
         return range(self.first_node, self.first_node + self.nodes)
-
-    def has_node(self, name: str) -> bool:
-        """Whether `name` is a node of the pool: `<pool>-<i>`, i written plainly, 0 <= i < nodes."""
-        prefix, _, k = name.rpartition("-")
-        return (
-            prefix == self.name
-            and k.isascii()
-            and k.isdigit()
-            and str(int(k)) == k
-            and int(k) < self.nodes
-        )
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,9 @@ MAX_DEMAND = 1e6  # replicas per slot of a service's demand
 MAX_HEADROOM = 10.0  # services[].headroom
 MAX_TIME_SLOTS = 10**10  # largest |slot index| of a time field
 MAX_FILE_BYTES = 128 * 2**20  # an instance file or a demand CSV file
+MAX_HOST_NAME = 253  # characters of a node's host name (pools[].node_names): DNS's limit
+# A host name (pools[].node_names): no space, `:` or `,`, on which CSV cells and options split.
+HOST_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = 60
@@ -105,6 +108,7 @@ Duration = Annotated[
 ]
 Timestamp = Annotated[datetime | None, BeforeValidator(_timestamp)]
 Name = Annotated[str, Field(pattern=r"^[a-z0-9_-]+$")]
+HostName = Annotated[str, Field(pattern=HOST_NAME_PATTERN, max_length=MAX_HOST_NAME)]
 
 
 class _Model(BaseModel):
@@ -134,10 +138,27 @@ class PoolSpec(_Model):
     gpu_type: str
     nodes: int = Field(ge=1, le=MAX_NODES)
     gpus_per_node: int = Field(ge=1, le=MAX_GPUS_PER_NODE)
+    node_names: list[HostName] | None = Field(
+        default=None,
+        description="Host names of the pool's nodes, in node order, exactly `nodes` of them; "
+        "default <pool>-<i>.",
+    )
+
+    def names(self) -> list[str]:
+        """The pool's node names in node order: one place that applies the default, so every
+        reader of a spec names nodes as the compiler does."""
+        if self.node_names is not None:
+            return list(self.node_names)
+        return [default_node_name(self.name, i) for i in range(self.nodes)]
+
+
+def default_node_name(pool: str, index: int) -> str:
+    """`<pool>-<i>`: the name of node `index` of a pool that does not name its nodes."""
+    return f"{pool}-{index}"
 
 
 class OutageSpec(_Model):
-    node: str = Field(description="Node name <pool>-<i>.")
+    node: str = Field(description="Node name: <pool>-<i>, or the pool's node_names.")
     start: Time
     end: Time
 

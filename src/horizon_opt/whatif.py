@@ -28,7 +28,16 @@ from horizon_opt.instance import Instance
 from horizon_opt.io import parse_spec, read_demand_csv, read_yaml
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import SolveOptions, solve
-from horizon_opt.spec import MAX_DEMAND, MAX_NODES, DemandCsv, InstanceSpec, OutageSpec, show
+from horizon_opt.spec import (
+    MAX_DEMAND,
+    MAX_NODES,
+    DemandCsv,
+    InstanceSpec,
+    OutageSpec,
+    PoolSpec,
+    default_node_name,
+    show,
+)
 from horizon_opt.times import parse_time
 
 ChangeKind = Literal["add", "remove", "outage", "demand"]
@@ -161,8 +170,9 @@ def _bad(change: Change, problem: str) -> InputError:
 
 
 def _resize(spec: InstanceSpec, change: Change) -> InstanceSpec:
-    """More nodes take the next names; fewer go from the top, unless a node named in the
-    instance (an outage, a placed job) would go with them."""
+    """More nodes take the next names (`<pool>-<i>`, in a pool with `node_names` too); fewer
+    go from the top, unless a node named in the instance (an outage, a placed job) would go
+    with them."""
     pools = list(spec.pools)
     k = next((i for i, p in enumerate(pools) if p.name == change.target), None)
     if k is None:
@@ -175,13 +185,16 @@ def _resize(spec: InstanceSpec, change: Change) -> InstanceSpec:
             raise _bad(
                 change, f"pool {pool.name!r} would have {nodes:,} nodes, above {MAX_NODES:,}"
             )
+        given = pool.node_names
+        renamed = None if given is None else [*given, *_added_names(spec, k, nodes, change)]
     else:
         nodes = pool.nodes - change.nodes
         if nodes < 1:
             raise _bad(
                 change, f"would leave pool {pool.name!r} with no nodes (it has {pool.nodes})"
             )
-        gone = {f"{pool.name}-{i}" for i in range(nodes, pool.nodes)}
+        renamed = pool.node_names[:nodes] if pool.node_names is not None else None
+        gone = set(pool.names()[nodes:])
         for i, o in enumerate(spec.outages):
             if o.node in gone:
                 raise _bad(change, f"would remove {o.node}, which outages[{i}] names")
@@ -191,14 +204,33 @@ def _resize(spec: InstanceSpec, change: Change) -> InstanceSpec:
                 raise _bad(
                     change, f"would remove {held[0]}, where placed job {j.id!r} (jobs[{i}]) runs"
                 )
-    pools[k] = pool.model_copy(update={"nodes": nodes})
+    update: dict[str, Any] = {"nodes": nodes}
+    if renamed is not None:
+        update["node_names"] = renamed
+    pools[k] = pool.model_copy(update=update)
     return spec.model_copy(update={"pools": pools})
 
 
+def _added_names(spec: InstanceSpec, k: int, nodes: int, change: Change) -> list[str]:
+    """Names of the nodes added to pool `k`, which names its nodes: a new node has no host name
+    yet, so it takes `<pool>-<i>`; refused when another node already has that name."""
+    pool = spec.pools[k]
+    new = [default_node_name(pool.name, i) for i in range(pool.nodes, nodes)]
+    taken = {name for p in spec.pools for name in p.names()}
+    clash = next((name for name in new if name in taken), None)
+    if clash is not None:
+        raise _bad(
+            change,
+            f"a node added to pool {pool.name!r} is named {clash} (<pool>-<i>), which is "
+            "already the name of another node: rename that node in node_names",
+        )
+    return new
+
+
 def _outage(spec: InstanceSpec, change: Change) -> InstanceSpec:
-    nodes = {f"{p.name}-{i}" for p in spec.pools for i in range(p.nodes)}
+    nodes = {name for p in spec.pools for name in p.names()}
     if change.target not in nodes:
-        ranges = ", ".join(f"{p.name}-0..{p.name}-{p.nodes - 1}" for p in spec.pools)
+        ranges = ", ".join(map(_node_range, spec.pools))
         raise _bad(change, f"unknown node {change.target!r} (nodes: {ranges})")
     if spec.horizon.start is None and (
         isinstance(change.start, str) or isinstance(change.end, str)
@@ -225,6 +257,12 @@ def _scale(spec: InstanceSpec, change: Change, base: Path) -> InstanceSpec:
     services = list(spec.services)
     services[k] = service.model_copy(update={"demand": scaled})
     return spec.model_copy(update={"services": services})
+
+
+def _node_range(pool: PoolSpec) -> str:
+    names = pool.names()
+    given = f" ({pool.name}'s node_names)" if pool.node_names is not None else ""
+    return f"{names[0]}..{names[-1]}{given}"
 
 
 def _names(names: Iterable[str]) -> str:

@@ -5,6 +5,9 @@ many nodes of how many GPUs, and which partitions, node names or resource flavor
 the inference services with their forecast, outages, and the horizon. Every importer reads the
 same cluster file and writes an instance file (FORMAT.md) around the jobs it maps.
 
+A pool's `node_names` become the instance's `node_names`, so plans name the hosts the scheduler
+knows; an outage may name a node by its host name or by `<pool>-<i>`.
+
 ```yaml
 horizon: {slots: 168, slot_minutes: 60}   # start: the snapshot's time (default: its slot)
 pools:
@@ -14,6 +17,8 @@ pools:
     gpus_per_node: 8
     partitions: [gpu-h100]                # Slurm partitions that run on this pool
     node_names: [gpu-h100-01, gpu-h100-02] # scheduler host names, in the pool's node order
+                                          # (the instance's node_names; nodes left unnamed
+                                          # are <pool>-<i>: h100-2 .. h100-7)
     flavors: [h100-flavor]                # Kueue ResourceFlavors of this pool
 services: []                               # as in the instance file
 outages: []                                # as in the instance file
@@ -30,14 +35,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from horizon_opt.errors import InputError
 from horizon_opt.io import read_yaml, validation_problems
+from horizon_opt.node_names import name_problems
 from horizon_opt.spec import (
     MAX_GPUS_PER_NODE,
     MAX_NODES,
     MAX_SLOT_MINUTES,
     MAX_SLOTS,
+    HostName,
     Name,
     OutageSpec,
     ServiceSpec,
+    default_node_name,
 )
 from horizon_opt.times import iso
 
@@ -62,11 +70,18 @@ class ClusterPool(_Model):
     nodes: int = Field(ge=1, le=MAX_NODES)
     gpus_per_node: int = Field(ge=1, le=MAX_GPUS_PER_NODE)
     partitions: list[str] = Field(default_factory=list, description="Slurm partitions.")
-    node_names: list[str] = Field(
+    node_names: list[HostName] = Field(
         default_factory=list,
-        description="Scheduler host names of the pool's nodes, in node order (<pool>-0 first).",
+        description="Scheduler host names of the pool's first nodes, in node order; the "
+        "instance names its nodes by them (nodes left unnamed: <pool>-<i>).",
     )
     flavors: list[str] = Field(default_factory=list, description="Kueue ResourceFlavors.")
+
+    def instance_names(self) -> list[str]:
+        """The instance's node names of the pool, in node order: its host names, then
+        `<pool>-<i>` for the nodes the cluster file leaves unnamed."""
+        given = self.node_names[: self.nodes]
+        return [*given, *(default_node_name(self.name, i) for i in range(len(given), self.nodes))]
 
 
 class ClusterFile(_Model):
@@ -77,12 +92,65 @@ class ClusterFile(_Model):
     outages: list[OutageSpec] = Field(default_factory=list)
 
     def host_nodes(self) -> dict[str, str]:
-        """Scheduler host name -> instance node name (`<pool>-<i>`)."""
-        return {
-            host: f"{pool.name}-{i}"
-            for pool in self.pools
-            for i, host in enumerate(pool.node_names)
+        """Scheduler host name -> instance node name: the host name itself, since the instance
+        names a pool's nodes by its `node_names`. Only named hosts are in it: a job on a host
+        the cluster file does not name cannot be held."""
+        return {host: host for pool in self.pools for host in pool.node_names}
+
+    def node_pools(self) -> dict[str, ClusterPool]:
+        """Instance node name -> its pool, for every node (named or not)."""
+        return {name: pool for pool in self.pools for name in pool.instance_names()}
+
+    def node_aliases(self) -> dict[str, str]:
+        """Every name a cluster file or a table may give a node -> its instance name: its host
+        name, or `<pool>-<i>` (a host name wins where it is another node's `<pool>-<i>`)."""
+        out = {
+            default_node_name(p.name, i): name
+            for p in self.pools
+            for i, name in enumerate(p.instance_names())
         }
+        out.update((host, host) for p in self.pools for host in p.node_names)
+        return out
+
+    def instance_outages(self) -> list[OutageSpec]:
+        """The outages with the instance's node names: `<pool>-<i>` of a node with a host name
+        becomes that name."""
+        aliases = self.node_aliases()
+        return [
+            o.model_copy(update={"node": aliases[o.node]}) if o.node in aliases else o
+            for o in self.outages
+        ]
+
+    def name_problems(self) -> list[str]:
+        """`node_names` that cannot name the instance's nodes, with their cluster file field:
+        more names than nodes, a name given twice or that another node has (an unnamed node's
+        `<pool>-<i>`, in its own pool or another)."""
+        problems = [
+            f"pools[{k}].node_names: {len(p.node_names)} names for {p.nodes} nodes"
+            for k, p in enumerate(self.pools)
+            if len(p.node_names) > p.nodes
+        ]
+        if problems:
+            return problems
+        where: dict[str, str] = {}  # a host name -> the field that names it first
+        for k, p in enumerate(self.pools):
+            for i, host in enumerate(p.node_names):
+                where.setdefault(host, f"pools[{k}].node_names[{i}]")
+        for p in self.pools:
+            if not p.node_names:
+                continue  # its <pool>-<i> are checked below, against the host names
+            for i in range(len(p.node_names), p.nodes):
+                name = default_node_name(p.name, i)
+                if name in where:
+                    problems.append(
+                        f"{where[name]}: {name!r} is also the name of pool {p.name}'s node {i}, "
+                        "which node_names leaves unnamed (unnamed nodes are <pool>-<i>): "
+                        f"name every node of {p.name}, or rename this host"
+                    )
+        pools = [
+            (p.name, p.nodes, p.instance_names() if p.node_names else None) for p in self.pools
+        ]
+        return problems or name_problems(pools)
 
 
 def read_cluster(path: str | os.PathLike[str]) -> ClusterFile:
@@ -92,13 +160,9 @@ def read_cluster(path: str | os.PathLike[str]) -> ClusterFile:
         cluster = ClusterFile.model_validate(data)
     except ValidationError as exc:
         raise InputError([f"{path}: {p}" for p in validation_problems(exc)]) from None
-    problems = [
-        f"{path}: pools[{k}].node_names: {len(p.node_names)} names for {p.nodes} nodes"
-        for k, p in enumerate(cluster.pools)
-        if len(p.node_names) > p.nodes
-    ]
+    problems = cluster.name_problems()
     if problems:
-        raise InputError(problems)
+        raise InputError([f"{path}: {p}" for p in problems])
     return cluster
 
 
@@ -119,7 +183,11 @@ def instance_document(
     jobs: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The instance file's content: the cluster around the imported `jobs`, with `now` at the
-    snapshot (rounded up to a slot, as FORMAT.md rounds `now`)."""
+    snapshot (rounded up to a slot, as FORMAT.md rounds `now`). A pool whose hosts the cluster
+    file names gets `node_names`, every node's: host names, then `<pool>-<i>`."""
+    problems = cluster.name_problems()
+    if problems:
+        raise InputError([f"the cluster file: {p}" for p in problems])
     start = horizon_start(cluster, snapshot)
     return {
         "name": cluster.name or name,
@@ -136,9 +204,10 @@ def instance_document(
                 "nodes": p.nodes,
                 "gpus_per_node": p.gpus_per_node,
             }
+            | ({"node_names": p.instance_names()} if p.node_names else {})
             for p in cluster.pools
         ],
-        "outages": [o.model_dump(mode="json") for o in cluster.outages],
+        "outages": [o.model_dump(mode="json") for o in cluster.instance_outages()],
         "services": [s.model_dump(mode="json", exclude_defaults=True) for s in cluster.services],
         "jobs": jobs,
     }

@@ -19,7 +19,7 @@ array of them (the `items` of such a List), is read the same way.
 | `metadata.creationTimestamp` | `release` (ISO-8601) |
 | annotation `horizon-opt/deadline: "2026-12-02T06:00:00Z"` | `deadline`; none without it |
 | annotation `horizon-opt/kind: training` | `kind`; `other` without it |
-| condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`; v1beta1 `domains` or v1beta2 `slices`, importers/topology.py) named in `pools[].node_names`, one placed part per host when the placement rule cannot hold its GPUs per node (importers/parts.py), else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
+| condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`; v1beta1 `domains` or v1beta2 `slices`, importers/topology.py) named in `pools[].node_names` (`gpus` names them as they are: the instance's `node_names`), one placed part per host when the placement rule cannot hold its GPUs per node (importers/parts.py), else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
 | condition `Finished` True, `spec.active: false`, or `metadata.deletionTimestamp` set | left out (noted) |
 | conditions `Evicted`, `Preempted` True, `QuotaReserved` False with reason `Inadmissible`, `QuotaReserved` True without `Admitted` (admission checks pending: then on the reserved flavor's pool) | a pending job (not placed), noted with the condition's reason and message |
 
@@ -100,9 +100,10 @@ class _Nodes:
 
     def __init__(self, cluster: ClusterFile, clock: _Clock) -> None:
         self.cluster = cluster
+        self.pool_of = {n: p.name for n, p in cluster.node_pools().items()}
         self.used: dict[str, int] = {}
         self.down: dict[str, list[tuple[int, int]]] = {}
-        for o in cluster.outages:
+        for o in cluster.instance_outages():
             a, b = clock.of(o.start, False), clock.of(o.end, True)
             if a is not None and b is not None:
                 self.down.setdefault(o.node, []).append((a, b))
@@ -119,7 +120,7 @@ class _Nodes:
     def lowest(self, pool: ClusterPool, gpus: int, start: int, end: int) -> dict[str, int] | None:
         """The lowest node with room for `gpus`, or the lowest whole free nodes for more."""
         g = pool.gpus_per_node
-        names = [f"{pool.name}-{i}" for i in range(pool.nodes)]
+        names = pool.instance_names()
         if gpus <= g:
             node = next((n for n in names if self.free(n, pool, start, end) >= gpus), None)
             return None if node is None else {node: gpus}
@@ -135,7 +136,7 @@ class _Nodes:
         if unknown:
             return None, f"host(s) {', '.join(unknown)} are not in the cluster file's node_names"
         nodes = {names[h]: n for h, n in hosts.items() if n}
-        other = sorted(n for n in nodes if n.rsplit("-", 1)[0] != pool.name)
+        other = sorted(n for n in nodes if self.pool_of[n] != pool.name)
         if other:
             return None, f"node(s) {', '.join(other)} are not of pool {pool.name}"
         g = pool.gpus_per_node
@@ -246,9 +247,7 @@ class _Importer(WorkloadMapper):
         if problems:
             raise InputError(problems)
         counts = self.place(running)
-        per_node = {
-            f"{p.name}-{i}": p.gpus_per_node for p in self.cluster.pools for i in range(p.nodes)
-        }
+        per_node = {n: p.gpus_per_node for n, p in self.cluster.node_pools().items()}
         order = [(r.w.id, counts[r.w.id]) for r in running if r.w.id in counts]
         indices, index_notes = gpu_indices(order, {}, per_node)
         self.notes.extend((-1, n) for n in index_notes)
@@ -275,8 +274,9 @@ class _Importer(WorkloadMapper):
         if hosts is None:
             return [job]
         out = []
+        pool_of = {n: p.name for n, p in self.cluster.node_pools().items()}
         for node, idx in job["placed"]["gpus"].items():
-            pool = node.rsplit("-", 1)[0]
+            pool = pool_of[node]
             placed = {**job["placed"], "pool": pool, "gpus": {node: idx}}
             out.append(
                 {**job, "id": part_id(job_id, hosts[node]), "gpus": len(idx), "pools": [pool]}

@@ -19,7 +19,7 @@ read.
 | `submit_time` (epoch s) | `release` (ISO); before the horizon start: the horizon start; a later `eligible_time` (`--begin`) wins |
 | `deadline` (epoch s; 0 or unset = none) | `deadline` (ISO): the job ends by then (Slurm cancels it when it cannot) |
 | `dependency` (`afterok:12(unfulfilled),afterany:13_*`) | `after`: afterok and afterany on jobs of the import |
-| `start_time`, `nodes` (hostlist), `gres_detail` `IDX` | running: `placed: {pool, start, end, gpus}`, `end = start + duration`; host names map through the pools' `node_names` |
+| `start_time`, `nodes` (hostlist), `gres_detail` `IDX` | running: `placed: {pool, start, end, gpus}`, `end = start + duration`; on hosts the pools' `node_names` name, which `gpus` names as they are (the instance's `node_names`) |
 | a running job whose GPUs per node the placement rule cannot hold (`-N2 --gpus-per-node=1`) | one placed job per node, `<id>@<host>` (importers/parts.py), noted; its dependents run after every part |
 | `last_update` (top level, epoch s) | `now`: the snapshot |
 

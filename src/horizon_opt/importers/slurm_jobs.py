@@ -111,10 +111,9 @@ class JobMapper:
                 ]
             )
         self.hosts = cluster.host_nodes()
-        self.per_node = {
-            f"{p.name}-{i}": p.gpus_per_node for p in cluster.pools for i in range(p.nodes)
-        }
-        self.pool_of = {n: n.rsplit("-", 1)[0] for n in self.per_node}
+        node_pools = cluster.node_pools()  # instance node name (a host name, or <pool>-<i>)
+        self.per_node = {n: p.gpus_per_node for n, p in node_pools.items()}
+        self.pool_of = {n: p.name for n, p in node_pools.items()}
         self.pools = {p.name: p for p in cluster.pools}
         self.partitions: dict[str, list[str]] = {}
         for p in cluster.pools:

@@ -13,7 +13,7 @@ one:
 | `pools` | no (all) | allowed pools, separated by spaces or `;` |
 | `release`, `deadline` | no | slot, or ISO time |
 | `after` | no | ids of jobs it runs after, separated by spaces or `;` |
-| `start`, `end`, `nodes` | no | a running job (start before the snapshot) or a held start: its start, expected end, and nodes (instance node names `h100-0`, or host names from the cluster file); then `pools` names its pool |
+| `start`, `end`, `nodes` | no | a running job (start before the snapshot) or a held start: its start, expected end, and nodes (host names from the cluster file's `node_names`, or `<pool>-<i>` such as `h100-0`; the instance names a node by its host name when it has one); then `pools` names its pool |
 
 Columns the table has beyond these are noted once and ignored; an empty cell is an absent
 field. A value the instance file would refuse is refused with its row and column.
@@ -120,8 +120,9 @@ def import_table(
         for c in header
         if c not in REQUIRED + OPTIONAL
     ]
-    hosts = cluster.host_nodes()
-    per_node = {f"{p.name}-{i}": p.gpus_per_node for p in cluster.pools for i in range(p.nodes)}
+    aliases = cluster.node_aliases()  # a host name or <pool>-<i> -> the instance's node name
+    node_pools = cluster.node_pools()  # instance node name -> its pool
+    per_node = {n: p.gpus_per_node for n, p in node_pools.items()}
     jobs: list[dict[str, Any]] = []
     running: list[tuple[str, dict[str, int]]] = []
     first = horizon_start(cluster, snapshot)
@@ -145,7 +146,7 @@ def import_table(
         if row.get("after"):
             job["after"] = _words(row["after"])
         if row.get("start") or row.get("nodes"):
-            nodes = [hosts.get(n, n) for n in _words(row.get("nodes", ""))]
+            nodes = [aliases.get(n, n) for n in _words(row.get("nodes", ""))]
             unknown = [n for n in nodes if n not in per_node]
             if not row.get("start") or not nodes or unknown:
                 why = (
@@ -154,7 +155,7 @@ def import_table(
                     else "a placed job needs both start and nodes"
                 )
                 raise InputError([f"{file}: row {r}: nodes: {why}"])
-            pool = nodes[0].rsplit("-", 1)[0]
+            pool = node_pools[nodes[0]].name
             share = gpus // len(nodes) if isinstance(gpus, int) else 0
             start = _time(row["start"])
             if isinstance(start, str) and (when := parse_time(start)) is not None and when < first:
