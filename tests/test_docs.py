@@ -7,10 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 import horizon_opt as ho
 from horizon_opt.bench import load_suite
 from horizon_opt.importers import read_cluster
+from horizon_opt.service.config import read_config
 
 ROOT = Path(__file__).parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks/README.md"]
@@ -36,7 +38,15 @@ def test_the_docs_have_snippets() -> None:
 
 @pytest.mark.parametrize(("where", "text"), BLOCKS, ids=[w for w, _ in BLOCKS])
 def test_snippet_loads(where: str, text: str, tmp_path: Path) -> None:
-    if "horizon:" in text and "name:" not in text.split("pools:")[0]:  # a cluster file
+    if text.lstrip().startswith("scheduler:"):  # a run configuration
+        file = tmp_path / "run.yaml"
+        file.write_text(text)
+        read_config(file)
+    elif text.lstrip().startswith("apiVersion:"):  # a Kubernetes manifest that runs `run`
+        manifest = yaml.safe_load(text)
+        containers = manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+        assert manifest["kind"] == "CronJob" and containers[0]["args"][0] == "run"
+    elif "horizon:" in text and "name:" not in text.split("pools:")[0]:  # a cluster file
         shutil.copy(ROOT / "instances" / "demo-chat.csv", tmp_path / "chat.csv")
         file = tmp_path / "cluster.yaml"
         file.write_text(text)
