@@ -4,6 +4,7 @@ loads, and bad payloads that exit 2 with the file named and nothing written."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,31 @@ def test_import_writes_a_plannable_instance(source: str, tmp_path: Path) -> None
     assert any(j.placed is not None for j in inst.jobs)  # running jobs stay where they run
     plan = ho.solve(inst, "greedy")
     assert ho.check(inst, plan) == []
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_a_demand_csv_of_the_cluster_file_is_read_and_kept_reachable(
+    source: str, tmp_path: Path
+) -> None:
+    """A service's demand CSV is relative to the cluster file; the written instance names it
+    relative to itself, wherever it is written."""
+    text = (DATA / source / "cluster.yaml").read_text()
+    start = datetime(2026, 11, 30, tzinfo=UTC)
+    rows = [f"{(start + timedelta(hours=h)).isoformat()},{1 + h % 3}" for h in range(24 * 6)]
+    (tmp_path / "chat.csv").write_text("time,replicas\n" + "\n".join(rows) + "\n")
+    lines = text.splitlines()
+    at = next(k for k, line in enumerate(lines) if line.strip().startswith("demand:"))
+    end = next((k for k in range(at + 1, len(lines)) if not lines[k].startswith("  " * 3)), None)
+    indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+    lines[at : end or len(lines)] = [f"{indent}demand: {{csv: chat.csv, column: replicas}}"]
+    (tmp_path / "cluster.yaml").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "sub" / "inst.yaml"
+    args = ["import", source, *SOURCES[source], "-c", str(tmp_path / "cluster.yaml")]
+    result = runner.invoke(app, [*args, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "csv: ../chat.csv" in out.read_text()
+    inst = ho.load_instance(out)
+    assert inst.services[0].demand.max() == 3
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))

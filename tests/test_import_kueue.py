@@ -721,6 +721,18 @@ def test_deactivated_and_finished_are_left_out() -> None:
     ]
 
 
+def test_a_workload_horizon_opt_held_is_still_pending_work() -> None:
+    """`run --apply` with Kueue holds deactivates workloads planned for later and marks them; the
+    next cycle must plan them again, or they would never be released."""
+    held = workload("later", active=False, annotations={"horizon-opt/held": "true"})
+    result = run(items(held))
+    assert [j["id"] for j in result.document["jobs"]] == ["ns/later"]
+    assert "placed" not in job_of(result, "ns/later")
+    assert notes_of(result, "ns/later")[0] == (
+        "spec.active: false: held by horizon-opt until its planned start"
+    )
+
+
 def test_admitted_on_an_unknown_flavor_is_left_out() -> None:
     result = run(workload("x", admitted="2026-12-01T10:00:00Z", flavor="tpu-v5"))
     assert result.document["jobs"] == []

@@ -258,7 +258,7 @@ def _write_imported(imported: Imported, output: Path, notes: str) -> None:
         typer.echo(imported.to_yaml(), nl=False)
         return
     with input_errors(), writing("--output", output):
-        write_atomic(output, imported.to_yaml())
+        write_atomic(output, imported.to_yaml(beside=output.parent))
     typer.echo(f"instance written to {output}", err=True)
 
 

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from horizon_opt.errors import InputError
 from horizon_opt.io import read_yaml, validation_problems
@@ -90,6 +91,12 @@ class ClusterFile(_Model):
     pools: list[ClusterPool] = Field(min_length=1)
     services: list[ServiceSpec] = Field(default_factory=list)
     outages: list[OutageSpec] = Field(default_factory=list)
+    # The cluster file's folder: its services' demand CSV paths are relative to it.
+    _folder: Path = PrivateAttr(default=Path("."))
+
+    @property
+    def folder(self) -> Path:
+        return self._folder
 
     def host_nodes(self) -> dict[str, str]:
         """Scheduler host name -> instance node name: the host name itself, since the instance
@@ -163,6 +170,7 @@ def read_cluster(path: str | os.PathLike[str]) -> ClusterFile:
     problems = cluster.name_problems()
     if problems:
         raise InputError([f"{path}: {p}" for p in problems])
+    cluster._folder = Path(path).parent
     return cluster
 
 

@@ -20,7 +20,7 @@ array of them (the `items` of such a List), is read the same way.
 | annotation `horizon-opt/deadline: "2026-12-02T06:00:00Z"` | `deadline`; none without it |
 | annotation `horizon-opt/kind: training` | `kind`; `other` without it |
 | condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`; v1beta1 `domains` or v1beta2 `slices`, importers/topology.py) named in `pools[].node_names` (`gpus` names them as they are: the instance's `node_names`), one placed part per host when the placement rule cannot hold its GPUs per node (importers/parts.py), else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
-| condition `Finished` True, `spec.active: false`, or `metadata.deletionTimestamp` set | left out (noted) |
+| condition `Finished` True, `spec.active: false` (unless horizon-opt held it: annotation `horizon-opt/held: "true"`, pending as any other), or `metadata.deletionTimestamp` set | left out (noted) |
 | conditions `Evicted`, `Preempted` True, `QuotaReserved` False with reason `Inadmissible`, `QuotaReserved` True without `Admitted` (admission checks pending: then on the reserved flavor's pool) | a pending job (not placed), noted with the condition's reason and message |
 
 The annotations are read on the Workload's `metadata.annotations`, then on its pod sets'
@@ -260,7 +260,7 @@ class _Importer(WorkloadMapper):
             kept += [(w, j) for j in self.parts(w.id, job)]
         document = instance_document(self.cluster, name, self.clock.snapshot, [j for _, j in kept])
         notes = tuple(n for _, n in sorted(self.notes, key=lambda x: x[0]))
-        result = Imported(document, notes)
+        result = Imported(document, notes, self.cluster.folder)
         try:
             result.compile()
         except InstanceError as exc:

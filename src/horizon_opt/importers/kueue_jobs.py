@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from horizon_opt.actions.kueue import HELD_ANNOTATION
 from horizon_opt.importers.cluster import ClusterFile, ClusterPool, horizon_start
 from horizon_opt.importers.kube import Bad as _Bad
 from horizon_opt.importers.kube import at as _at
@@ -230,7 +231,9 @@ class WorkloadMapper:
                 f"being deleted since {w.deleting}: its pods are stopping: left out",
             )
             return None
-        if not w.active:
+        if not w.active and w.annotations.get(HELD_ANNOTATION) == "true":
+            self.note(w, "spec.active", "false: held by horizon-opt until its planned start")
+        elif not w.active:
             self.note(
                 w,
                 "spec.active",

@@ -4,15 +4,17 @@ note that says why)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from horizon_opt.compiler import compile_instance
 from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
+from horizon_opt.io import parse_spec, read_demand_csv
 
 
 @dataclass(frozen=True)
@@ -33,15 +35,36 @@ class Note:
 class Imported:
     document: dict[str, Any]  # the instance file's content (FORMAT.md)
     notes: tuple[Note, ...]
+    folder: Path = Path(".")  # the cluster file's: its demand CSV paths start here
 
     def compile(self) -> Instance:
         """The instance; InstanceError names the field when the document is not one."""
-        return compile_instance(parse_spec(self.document))
+        return compile_document(self.document, self.folder)
 
-    def to_yaml(self) -> str:
+    def to_yaml(self, beside: Path | None = None) -> str:
+        """The instance file's text; with `beside` (the folder it is written to), demand CSV
+        paths are rewritten to be relative to it, so the file reads the cluster file's CSV."""
+        document = self.document if beside is None else self.moved(beside)
         return yaml.safe_dump(
-            self.document, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
+            document, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
         )
+
+    def moved(self, beside: Path) -> dict[str, Any]:
+        """The document with demand CSV paths relative to the folder `beside`."""
+        services = []
+        for s in self.document.get("services", []):
+            demand = s.get("demand")
+            if isinstance(demand, dict) and isinstance(demand.get("csv"), str):
+                where = os.path.relpath(self.folder / demand["csv"], beside)
+                s = {**s, "demand": {**demand, "csv": where}}
+            services.append(s)
+        return {**self.document, "services": services}
+
+
+def compile_document(document: dict[str, Any], folder: Path) -> Instance:
+    """Compile an instance document whose demand CSV paths are relative to `folder`."""
+    spec = parse_spec(document)
+    return compile_instance(spec, read_demand_csv(spec, folder))
 
 
 def gpu_indices(

@@ -41,11 +41,10 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.importers.cluster import ClusterFile, instance_document
 from horizon_opt.importers.payload import check_slurm
-from horizon_opt.importers.result import Imported, Note, gpu_indices
+from horizon_opt.importers.result import Imported, Note, compile_document, gpu_indices
 from horizon_opt.importers.slurm_history import (
     MIN_HISTORY,
     History,
@@ -71,7 +70,6 @@ from horizon_opt.importers.slurm_strings import (
 )
 from horizon_opt.importers.source import read_json
 from horizon_opt.instance import duration_minutes
-from horizon_opt.io import parse_spec
 from horizon_opt.spec import show
 from horizon_opt.times import iso
 
@@ -380,7 +378,7 @@ class _Importer(JobMapper):
         for _ in range(_COMPILE_PASSES):
             document = self.document(name)
             try:
-                compile_instance(parse_spec(document))
+                compile_document(document, self.cluster.folder)
                 return document
             except InstanceError as exc:
                 bad: dict[int, str] = {}
@@ -509,4 +507,4 @@ def import_slurm(
     # Notes in the payload's order (the whole payload's first), each job's in the order made.
     order = importer.order
     notes = sorted(importer.notes, key=lambda n: order.get(n.job, -1) if n.job else -2)
-    return Imported(document, tuple(notes))
+    return Imported(document, tuple(notes), cluster.folder)

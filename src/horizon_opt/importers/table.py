@@ -186,7 +186,7 @@ def import_table(
         if "placed" in job:
             job["placed"]["gpus"] = indices[job["id"]]
     document = instance_document(cluster, name or Path(path).stem, snapshot, jobs)
-    imported = Imported(document, tuple(notes))
+    imported = Imported(document, tuple(notes), cluster.folder)
     try:
         imported.compile()
     except InstanceError as exc:
