@@ -1,0 +1,219 @@
+"""`horizon-opt run` end to end, as a real process against a fake Slurm (tests/fake/slurm.py):
+`squeue --json` answers from a small world, `scontrol` records and applies what it receives and
+refuses what slurmctld refuses (a hint for a running job, a reservation created twice).
+
+The cluster: three 8-GPU H100 hosts, a chat service whose forecast (a demand CSV in wall-clock
+time) needs 2 to 4 replicas of 2 GPUs; two jobs running, four waiting, one arriving later.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake import slurm as fake
+from prometheus_client.parser import text_string_to_metric_families
+
+from horizon_opt.service.folder import StateFolder
+
+REPO = Path(__file__).resolve().parent.parent
+HORIZON_OPT = Path(sys.executable).parent / "horizon-opt"
+T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
+HOSTS = ["gpu-h100-01", "gpu-h100-02", "gpu-h100-03"]
+DEMAND = [2, 2, 3, 4, 4, 3, 2, 2]  # replicas, repeating every 8 hours
+
+
+def _epoch(when: datetime) -> int:
+    return int(when.timestamp())
+
+
+def _job(id_: int, gpus: int, nodes: int, limit: int, run: int, prio: int, **kw: Any) -> dict:
+    return {
+        "id": id_,
+        "name": f"job-{id_}",
+        "user": "alice",
+        "partition": "gpu-h100",
+        "gpus": gpus,
+        "nodes": nodes,
+        "limit_minutes": limit,
+        "run_minutes": run,
+        "priority": prio,
+        "submit": kw.pop("submit", _epoch(T0 - timedelta(hours=2))),
+        "state": "PENDING",
+        **kw,
+    }
+
+
+def _world() -> dict[str, Any]:
+    running = {
+        101: (T0 - timedelta(hours=1), {"gpu-h100-01": list(range(8))}, 240, 180),
+        102: (T0 - timedelta(minutes=30), {"gpu-h100-02": [0, 1, 2, 3]}, 120, 60),
+    }
+    jobs = [
+        _job(i, sum(len(g) for g in alloc.values()), 1, limit, run, 3000)
+        | {"state": "RUNNING", "start": _epoch(start), "alloc": alloc}
+        for i, (start, alloc, limit, run) in running.items()
+    ]
+    jobs += [
+        _job(103, 8, 1, 180, 120, 5000),
+        _job(104, 16, 2, 240, 200, 9000),
+        _job(105, 2, 1, 60, 30, 1000),
+        _job(106, 4, 1, 120, 90, 2000, submit=_epoch(T0 + timedelta(hours=2))),
+    ]
+    return {
+        "clock": _epoch(T0),
+        "nodes": {h: {"partition": "gpu-h100", "gpus": 8} for h in HOSTS},
+        "jobs": jobs,
+        "reservations": {},
+        "log": [],
+    }
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> dict[str, Any]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for command in ("squeue", "scontrol"):
+        wrapper = bin_dir / command
+        wrapper.write_text(
+            f'#!/bin/sh\nexec "{sys.executable}" "{REPO / "tests/fake/slurm.py"}" {command} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+    state = tmp_path / "world.json"
+    state.write_text(json.dumps(_world()))
+    rows = ["time,replicas"]
+    for h in range(-24, 96):
+        rows.append(f"{(T0 + timedelta(hours=h)).isoformat()},{DEMAND[h % len(DEMAND)]}")
+    (tmp_path / "chat.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "cluster.yaml").write_text(
+        "horizon: {slots: 24, slot_minutes: 60}\n"
+        "pools:\n"
+        "  - {name: h100, gpu_type: H100-80GB, nodes: 3, gpus_per_node: 8,\n"
+        f"     partitions: [gpu-h100], node_names: [{', '.join(HOSTS)}]}}\n"
+        "services:\n"
+        "  - {name: chat, pool: h100, gpus_per_replica: 2, demand: {csv: chat.csv, column: replicas}}\n"
+    )
+    (tmp_path / "run.yaml").write_text(
+        "scheduler: slurm\ncluster: cluster.yaml\nqueue: {command: [squeue, --json]}\n"
+        "state: state\nevery: 1h\nfreeze: 1h\nsolver: cpsat\ntime_limit: 1\nworkers: 1\n"
+        "slurm: {users: [svc-chat], start_hints: true}\n"
+    )
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_SLURM_STATE": str(state)}
+    return {"dir": tmp_path, "env": env, "world": state}
+
+
+def _run(c: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(HORIZON_OPT), "run", str(c["dir"] / "run.yaml"), *args],
+        env=c["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _world_now(c: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(c["world"].read_text())
+
+
+def _tick(c: dict[str, Any], minutes: int) -> None:
+    path = c["world"]
+    state = json.loads(path.read_text())
+    fake.tick(state, minutes)
+    path.write_text(json.dumps(state))
+
+
+def _check_holds(c: dict[str, Any]) -> None:
+    """The reservations keep every running job's GPUs (for its whole time limit) and hold at
+    least what the forecast needs, hour by hour to the end of the horizon (24 slots from the
+    hour before the snapshot)."""
+    world = _world_now(c)
+    clock = world["clock"]
+    for hour in range(23):
+        at = clock + 3600 * hour
+        held = fake.reserved(world, at)
+        want = 2 * math.ceil(DEMAND[((at - _epoch(T0)) // 3600) % len(DEMAND)])
+        assert sum(held.values()) >= want, (hour, held, want)
+        for job in world["jobs"]:
+            if job["state"] != "RUNNING" or job["start"] + 60 * job["limit_minutes"] <= at:
+                continue
+            for host, idx in job["alloc"].items():
+                assert held.get(host, 0) + len(idx) <= 8, (hour, host, job["id"], held)
+
+
+def _commands(c: dict[str, Any]) -> list[list[str]]:
+    return list(_world_now(c)["log"])
+
+
+def test_cycles_follow_the_forecast_keep_running_jobs_and_change_only_what_changed(
+    cluster: dict[str, Any],
+) -> None:
+    first = _run(cluster, "--apply")
+    assert first.returncode == 0, first.stderr
+    assert "applied" in first.stdout
+    _check_holds(cluster)
+    sent = _commands(cluster)
+    assert any(a[1:3] == ["create", "reservation"] for a in sent)
+    running = {"JobId=101", "JobId=102"}
+    assert not [a for a in sent if running & set(a)]
+    current = cluster["dir"] / "state" / "current"
+    check = subprocess.run(
+        [str(HORIZON_OPT), "check", str(current / "instance.yaml"), str(current / "plan.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0 and check.stdout.startswith("VALID"), check.stdout
+
+    again = _run(cluster, "--apply")  # the same queue at the same time: nothing to change
+    assert again.returncode == 0, again.stderr
+    assert "nothing changed" in again.stdout
+    assert _commands(cluster) == sent
+
+    _tick(cluster, 60)  # an hour on: 102 ended, hinted jobs started, the hosts changed hands
+    later = _run(cluster, "--apply")
+    assert later.returncode == 0, later.stderr + later.stdout
+    _check_holds(cluster)
+    new = _commands(cluster)[len(sent) :]
+    started = {f"JobId={j['id']}" for j in _world_now(cluster)["jobs"] if j["state"] != "PENDING"}
+    assert not [a for a in new if started & set(a)]
+    assert len(list((cluster["dir"] / "state" / "cycles").iterdir())) == 3
+
+
+def test_a_failed_import_keeps_the_last_good_plan(cluster: dict[str, Any]) -> None:
+    assert _run(cluster).returncode == 0
+    state = cluster["dir"] / "state"
+    good = (state / "current").resolve()
+    plan = (good / "plan.json").read_text()
+    cluster["world"].write_text("{broken")
+    failed = _run(cluster)
+    assert failed.returncode == 1
+    assert "FAILED" in failed.stdout and "error: queue" in failed.stderr
+    assert (state / "current").resolve() == good and (good / "plan.json").read_text() == plan
+    status = json.loads((state / "status.json").read_text())
+    assert status["ok"] is False and status["plan_in_force"] == good.name
+    metrics = {
+        f.name: f for f in text_string_to_metric_families((state / "metrics.prom").read_text())
+    }
+    assert metrics["horizon_opt_cycle_success"].samples[0].value == 0
+    assert metrics["horizon_opt_plan_pwo"].samples[0].value > 0  # the plan still in force
+
+
+def test_a_second_run_while_one_holds_the_state_folder_exits_3(cluster: dict[str, Any]) -> None:
+    with StateFolder(cluster["dir"] / "state").locked():
+        busy = _run(cluster)
+    assert busy.returncode == 3 and "holds" in busy.stderr
+
+
+def test_without_apply_nothing_reaches_the_scheduler(cluster: dict[str, Any]) -> None:
+    done = _run(cluster)
+    assert done.returncode == 0, done.stderr
+    assert _commands(cluster) == []
+    script = (cluster["dir"] / "state" / "current" / "actions.sh").read_text()
+    assert "scontrol create reservation" in script and "not applied" in done.stdout
