@@ -217,3 +217,36 @@ def test_without_apply_nothing_reaches_the_scheduler(cluster: dict[str, Any]) ->
     assert _commands(cluster) == []
     script = (cluster["dir"] / "state" / "current" / "actions.sh").read_text()
     assert "scontrol create reservation" in script and "not applied" in done.stdout
+
+
+def test_an_action_the_scheduler_refuses_stops_the_rest_and_is_tried_again(
+    cluster: dict[str, Any],
+) -> None:
+    """A reservation name Slurm already has (someone made it by hand): its create is refused;
+    applied.json records only what ran, the cycle exits 1, and the next cycle tries again."""
+    dry = _run(cluster)
+    assert dry.returncode == 0, dry.stderr
+    actions = json.loads((cluster["dir"] / "state" / "current" / "actions.json").read_text())
+    creates = [a for a in actions["actions"] if "create" in a["argv"]]
+    taken = next(p for p in creates[1]["argv"] if p.startswith("ReservationName=")).split("=")[1]
+    world = _world_now(cluster)
+    world["reservations"][taken] = {
+        "ReservationName": taken,
+        "StartTime": "2030-01-01T00:00:00",
+        "Duration": "1",
+        "Nodes": HOSTS[2],
+    }
+    cluster["world"].write_text(json.dumps(world))
+    failed = _run(cluster, "--apply")
+    assert failed.returncode == 1 and "Duplicate reservation name" in failed.stderr
+    applied = json.loads((cluster["dir"] / "state" / "applied.json").read_text())
+    ran = _commands(cluster)
+    assert f"reservation/{taken}" not in applied
+    assert len(applied) == len(ran) - 1  # every command the fake took, not the refused one
+    status = json.loads((cluster["dir"] / "state" / "status.json").read_text())
+    assert status["ok"] is False and status["plan_in_force"] == status["cycle"]
+    retry = _run(cluster, "--apply")  # the refused create is sent again, the others are not
+    assert retry.returncode == 1
+    assert next(a for a in _commands(cluster)[len(ran) :] if "create" in a)[3] == (
+        f"ReservationName={taken}"
+    )
