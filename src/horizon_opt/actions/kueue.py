@@ -33,6 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from horizon_opt.actions.core import (
     Action,
     Actions,
@@ -63,6 +65,7 @@ class KueueOptions:
     resource: str = "nvidia.com/gpu"
     hold_after_minutes: int = 60  # the re-planning cadence
     holds: bool = True  # pending workloads wait for their planned start (False: quotas only)
+    quota_window_minutes: int = 0  # the quota leaves room for inference's peak over this long
 
 
 def kueue_actions(
@@ -135,24 +138,34 @@ def quota_path(cq: Mapping[str, Any], name: str, flavor: str, resource: str) -> 
 
 
 def _quotas(instance: Instance, plan: Plan, options: KueueOptions) -> Desired:
-    """GPUs of each mapped pool left to batch at `now`: up nodes' GPUs less inference's."""
+    """GPUs of each mapped pool left to batch from `now` over the quota window: the fewest,
+    over its slots, of up nodes' GPUs less inference's (a workload Kueue admits now runs on
+    beside inference's later peak too)."""
     gpr = {s.name: s.gpus_per_replica for s in instance.services}
-    inference = dict.fromkeys(instance.node_names, 0)
+    now = instance.now
+    end = min(
+        instance.slots, now + max(1, -(-options.quota_window_minutes // instance.slot_minutes))
+    )
+    inference = np.zeros((instance.num_nodes, end - now), dtype=np.int64)
     for block in plan.inference:
-        if block.start <= instance.now < block.end:
-            inference[block.node] += block.replicas * gpr[block.service]
+        lo, hi = max(block.start, now), min(block.end, end)
+        if lo < hi:
+            inference[instance.node_index[block.node], lo - now : hi - now] += (
+                block.replicas * gpr[block.service]
+            )
     out: Desired = {}
     for pool_name, flavor in sorted(options.flavors.items()):
         pool = instance.pools[instance.pool_index[pool_name]]
-        up = [n for n in pool.node_range if instance.up[n, instance.now]]
-        total = pool.gpus_per_node * len(up)
-        held = sum(inference[instance.node_names[n]] for n in up)
+        rows = list(pool.node_range)
+        up = instance.up[rows, now:end]
+        room = (pool.gpus_per_node * up - inference[rows] * up).sum(axis=0)
+        t = int(np.argmin(room))
         out[f"clusterqueue/{options.cluster_queue}/{flavor}"] = {
             "pool": pool_name,
             "resource": options.resource,
-            "nominalQuota": str(max(0, total - held)),
-            "up_gpus": str(total),
-            "inference_gpus": str(held),
+            "nominalQuota": str(max(0, int(room[t]))),
+            "up_gpus": str(int(pool.gpus_per_node * up[:, t].sum())),
+            "inference_gpus": str(int((inference[rows, t] * up[:, t]).sum())),
         }
     return out
 

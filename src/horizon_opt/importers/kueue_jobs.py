@@ -487,6 +487,15 @@ class WorkloadMapper:
                 )
                 release = start
             first, start_text = clock.down(start), iso(start)
+            if first >= clock.now > 0:  # running means started before now (FORMAT.md)
+                first, start_text = clock.now - 1, clock.time(clock.now - 1)
+                self.note(
+                    w,
+                    "status.conditions.Admitted",
+                    f"admitted {iso(start)}, at `now`: placed from the slot before, so it is running",
+                )
+                if release is not None:
+                    release = min(release, clock.start + first * clock.step)
             if first < 0:
                 self.note(
                     w,

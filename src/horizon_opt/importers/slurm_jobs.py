@@ -539,6 +539,13 @@ class JobMapper:
             )
             return None
         start = started
+        if started >= self.at(self.now_slot) and self.now_slot > 0:
+            start = self.at(self.now_slot - 1)  # running means started before now (FORMAT.md)
+            self.note(
+                job_id,
+                "start_time",
+                f"started {iso(started)}, at `now`: placed from the slot before, so it is running",
+            )
         if started < self.start:
             start = self.start
             self.note(

@@ -119,11 +119,30 @@ class KueueSettings(_Model):
         description="`kubectl get clusterqueue NAME -o json`: where each flavor's GPU quota is.",
     )
     resource: str = Field(default="nvidia.com/gpu")
+    quota_window: str = Field(
+        default="4h",
+        description="The quota leaves room for inference's peak over this long from now: a "
+        "workload Kueue admits now runs on beside it (0: now only, enough with holds).",
+    )
     holds: bool = Field(
         default=False,
         description="Also hold pending workloads until their planned start (spec.active); "
         "default: the batch quota only (docs/operating.md says why).",
     )
+
+    @field_validator("quota_window", mode="before")
+    @classmethod
+    def _window_zero(cls, value: object) -> object:
+        return "0" if value == 0 and not isinstance(value, bool) else value
+
+    @field_validator("quota_window")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        return _duration(value, positive=False)
+
+    @property
+    def quota_window_minutes(self) -> int:
+        return int(_minutes(self.quota_window) or 0)
 
 
 class RunConfig(_Model):

@@ -357,6 +357,7 @@ def _kueue_options(config: RunConfig) -> KueueOptions:
         resource=k.resource,
         hold_after_minutes=config.minutes("every"),
         holds=k.holds,
+        quota_window_minutes=k.quota_window_minutes,
     )
 
 
