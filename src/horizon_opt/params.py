@@ -43,6 +43,11 @@ class SearchParams:
     deterministic_per_pass_and_job: float = 1e-5
     """Charged per squeaky-wheel pass and job."""
 
+    # -- the plan as written ---------------------------------------------------------------------
+    left_shift: bool = True
+    """Start every job as early as the plan's other jobs let it, on its pool (`compact.py`):
+    the same pwo, shorter waits."""
+
     # -- the full model -------------------------------------------------------------------------
     full_model_max_intervals: int = 4_000
     """Above this many (job, candidate node) intervals, no full model: only the LNS, since the

@@ -10,7 +10,8 @@
    incumbent when it is better (`starts.py`); then a large-neighbourhood search with rounds of
    ejection moves, for the time left (`lns.py`).
 5. Prove: the bound, tightened with the time kept for it (`bounding.py`).
-6. Assemble: concrete GPU indices, inference blocks, metrics, status and gap (`assemble.py`).
+6. Assemble: every job as early as the others let it (`compact.py`), concrete GPU indices,
+   inference blocks, metrics, status and gap (`assemble.py`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import horizon_opt.solvers.cpsat.starts as starts
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers.assemble import build_plan, drop_idle_late
+from horizon_opt.solvers.compact import left_shift
 from horizon_opt.solvers.cpsat.guide import lp_guide
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.cpsat.lns import Lns
@@ -86,6 +88,8 @@ def _assemble(search: Search, inc: Incumbent, bound: float | None) -> Plan:
     # Optimal for pwo only when no bonus is in the way: the bound is then pwo's own.
     status: Status = "optimal" if proven and pwo >= value - 1e-9 else "feasible"
     placements = list(inc.placements.values())
+    if search.params.left_shift:
+        placements = left_shift(inst, placements, search.layout)
     return build_plan(
         inst,
         "cpsat",
