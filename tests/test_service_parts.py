@@ -162,3 +162,42 @@ def test_a_cycle_on_an_instance_file_writes_plan_actions_and_metrics(tmp_path: P
     again = run_cycle(config)  # not applied: the same commands again, from the plan kept
     assert again.plan is not None and again.plan.churn is not None and again.actions is not None
     assert [a.argv for a in again.actions.actions] == [a.argv for a in cycle.actions.actions]
+
+
+def _demo_config(tmp_path: Path) -> Path:
+    demo = Path(__file__).resolve().parent.parent / "instances" / "demo-state.yaml"
+    return _config(
+        tmp_path,
+        f"scheduler: slurm\nqueue: {{file: {demo}, format: instance}}\nstate: st\n"
+        "solver: greedy\nslurm: {users: [svc]}\n",
+    )
+
+
+def test_run_every_keeps_cycling_until_its_count(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from horizon_opt.cli import app
+
+    result = CliRunner().invoke(
+        app, ["run", str(_demo_config(tmp_path)), "--every", "0.01m", "--cycles", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("cycle ") == 2
+    assert len(list((tmp_path / "st" / "cycles").iterdir())) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--every", "soon"], "--every: not a duration"),
+        (["--now", "noon"], "--now: not an ISO-8601 time"),
+    ],
+)
+def test_run_refuses_bad_options_with_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from horizon_opt.cli import app
+
+    result = CliRunner().invoke(app, ["run", str(_demo_config(tmp_path)), *args])
+    assert result.exit_code == 2 and message in result.stderr, result.output
+    assert not (tmp_path / "st").exists()  # nothing written

@@ -50,7 +50,11 @@ def run_cmd(
     ] = None,
     cycles: Annotated[
         int | None,
-        typer.Option(help="With --every: stop after this many cycles.", min=1, show_default=False),
+        typer.Option(
+            help="With --every: stop after this many cycles, with the last one's exit code.",
+            min=1,
+            show_default=False,
+        ),
     ] = None,
     now: Snapshot = None,
 ) -> None:
@@ -70,17 +74,18 @@ def run_cmd(
         when = snapshot(now)
     if seconds is None:
         raise typer.Exit(_one(cfg, apply, when))
-    done = 0
+    done = code = 0
     try:
         while cycles is None or done < cycles:
             started = time.monotonic()
-            _one(cfg, apply, when)
+            code = _one(cfg, apply, when)
             done += 1
             if cycles is not None and done >= cycles:
                 break
             time.sleep(max(seconds - (time.monotonic() - started), 0.0))
     except KeyboardInterrupt:
         typer.echo("stopped", err=True)
+    raise typer.Exit(code)  # the last cycle's
 
 
 def _one(config: RunConfig, apply: bool, now: datetime | None) -> int:

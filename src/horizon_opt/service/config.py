@@ -21,6 +21,7 @@ kueue: {cluster_queue: batch, cluster_queue_object: {command: [kubectl, get, clu
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Literal
@@ -200,7 +201,7 @@ class RunConfig(_Model):
     def minutes(self, field: Literal["every", "freeze", "default_duration"]) -> int:
         minutes = _minutes(getattr(self, field))
         assert minutes is not None  # checked when read
-        return int(minutes)
+        return math.ceil(minutes - 1e-9)
 
 
 def read_config(path: str | os.PathLike[str]) -> RunConfig:
