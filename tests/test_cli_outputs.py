@@ -650,3 +650,45 @@ def test_compare_prints_the_warnings(tmp_path: Path, tiny_spec: Data) -> None:
     )
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines() == [idle_warning(0)]
+
+
+# The two classes found last: an output that is an input through the instance's own reference,
+# and a numeric option that is not a finite number.
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["solve", "{instance}", "--solver", "fifo", "-o", "{csv}"],
+        ["explain", "{instance}", "{plan}", "--format", "csv", "-o", "{csv}"],
+    ],
+)
+def test_an_output_is_never_the_demand_csv_the_instance_reads(
+    command: list[str], tmp_path: Path, tiny_spec: Data, plan_file: Path, no_work: None
+) -> None:
+    spec = dict(tiny_spec)
+    slots = spec["horizon"]["slots"]
+    spec["services"] = [
+        {**spec["services"][0], "demand": {"csv": "demand.csv", "column": "replicas"}}
+    ]
+    (tmp_path / "demand.csv").write_text("replicas\n" + "1\n" * slots)
+    instance = tmp_path / "tiny.yaml"
+    instance.write_text(yaml.safe_dump(spec, sort_keys=False))
+    before = snapshot(tmp_path)
+    names = {"instance": instance, "csv": tmp_path / "demand.csv", "plan": plan_file}
+    result = runner.invoke(app, [a.format(**names) for a in command])
+    assert_refused(result, "--output", "demand CSV", "refusing to overwrite an input")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e999"])
+@pytest.mark.parametrize("command", [["solve"], ["compare"], ["simulate", "-o", "sim"]])
+def test_a_time_limit_that_is_not_a_finite_number_exits_2(
+    value: str, command: list[str], instance_file: Path, no_work: None, tmp_path: Path
+) -> None:
+    args = [command[0], str(instance_file), *command[1:], "--time-limit", value]
+    if command[0] == "solve":
+        args += ["-o", str(tmp_path / "p.json")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "--time-limit" in result.stderr

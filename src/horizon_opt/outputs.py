@@ -10,6 +10,7 @@ goes), so it may also be a device or a FIFO (`--log /dev/stderr`) but its folder
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -47,6 +48,7 @@ def check_outputs(outputs: Sequence[Output], inputs: Inputs = ()) -> None:
     """Raise InputError, one line per problem starting with the option, when an output cannot be
     written, or would replace an input, a folder, a device or another output of the command."""
     given = [(what, p) for what, p in inputs if p is not None]
+    given += [linked for what, p in given for linked in _demand_csvs(what, p)]
     written: dict[str, str] = {}
     problems: list[str] = []
     for out in outputs:
@@ -64,6 +66,28 @@ def writing(option: str, path: Path) -> Iterator[None]:
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise InputError([f"{option}: cannot write {str(path)!r}: {reason}"]) from None
+
+
+_CSV = re.compile(r"""\bcsv:\s*['"]?([^'",}\s]+)""")
+_PEEK_BYTES = 128 * 1024 * 1024  # the instance file's own size limit
+
+
+def _demand_csvs(what: str, path: Path) -> Given:
+    """The demand CSVs a YAML input names (`demand: {csv: ...}`, relative to its folder): an
+    output must not replace them either. A scan of the text, not a parse: an input that cannot
+    be read is the command's to report."""
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        return []
+    try:
+        if path.stat().st_size > _PEEK_BYTES:
+            return []
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [
+        (f"a demand CSV that {what} reads ({name})", path.parent / name)
+        for name in dict.fromkeys(_CSV.findall(text))
+    ]
 
 
 def _problems(out: Output, inputs: Given, written: dict[str, str]) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from horizon_opt.cli.errors import input_errors
-from horizon_opt.cli.options import Snapshot, file_name, one_of, snapshot
+from horizon_opt.cli.options import Snapshot, file_name, finite, one_of, snapshot
 from horizon_opt.errors import InputError
 from horizon_opt.forecast import (
     History,
@@ -83,13 +83,14 @@ RpsPerReplica = Annotated[
     typer.Option(
         help="Requests per second one replica serves (1 when the history counts replicas).",
         min=1e-9,
+        callback=finite,
     ),
 ]
 Quantile = Annotated[
     float, typer.Option(help="Which quantile of past demand to reserve.", min=0.5, max=0.999)
 ]
 Seasonality = Annotated[str, typer.Option(help="day or week.")]
-WindowDays = Annotated[float, typer.Option(help="Days of history to use.", min=1)]
+WindowDays = Annotated[float, typer.Option(help="Days of history to use.", min=1, callback=finite)]
 Start = Annotated[
     str | None,
     typer.Option(

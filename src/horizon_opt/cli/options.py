@@ -29,9 +29,22 @@ def file_name(value: str) -> Path:
 InstanceArg = Annotated[
     Path, typer.Argument(help="Instance file (YAML, see FORMAT.md).", show_default=False)
 ]
-TimeLimit = Annotated[float, typer.Option("--time-limit", "-t", help="Seconds for cpsat.", min=0.1)]
+
+
+def finite(value: float) -> float:
+    """A float option's value, refused when it is not a finite number (`inf` passes `min`)."""
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"not a finite number: {value}")
+    return value
+
+
+TimeLimit = Annotated[
+    float,
+    typer.Option("--time-limit", "-t", help="Seconds for cpsat.", min=0.1, callback=finite),
+]
 PlanTimeLimit = Annotated[
-    float, typer.Option("--time-limit", "-t", help="Seconds per cpsat plan.", min=0.1)
+    float,
+    typer.Option("--time-limit", "-t", help="Seconds per cpsat plan.", min=0.1, callback=finite),
 ]
 Workers = Annotated[
     int,
