@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from horizon_opt.check import check
+from horizon_opt.compiler import compile_instance
 from horizon_opt.instance import Instance
+from horizon_opt.io import parse_spec
 from horizon_opt.metrics import evaluate
-from horizon_opt.plan import Plan
+from horizon_opt.plan import Assignment, Plan
 from horizon_opt.solvers import solve
 
 Data = dict[str, Any]
@@ -142,3 +144,40 @@ def test_solver_plans_carry_their_metrics(any_instance: Instance, solver: str) -
     assert plan.metrics == m
     assert plan.objective == pytest.approx(m.pwo)
     assert (plan.status, plan.bound, plan.gap) == ("heuristic", None, None)
+
+
+def test_a_placed_job_waits_from_its_release_as_written() -> None:
+    """FORMAT.md: mean_wait_hours is start - release over on-time assigned jobs, placed ones
+    included; a free job's wait counts from max(release, now). Running r: released at 0, started
+    at 2 (waited 2 h); free f: released at 1, now is 3, planned at 4 (waited 1 h from now)."""
+    inst = compile_instance(
+        parse_spec(
+            {
+                "name": "waits",
+                "horizon": {"slots": 8},
+                "now": 3,
+                "pools": [{"name": "p", "gpu_type": "H100", "nodes": 1, "gpus_per_node": 8}],
+                "jobs": [
+                    {
+                        "id": "r",
+                        "priority": 1,
+                        "gpus": 4,
+                        "duration": 3,
+                        "placed": {"pool": "p", "start": 2, "gpus": {"p-0": [0, 1, 2, 3]}},
+                    },
+                    {"id": "f", "priority": 1, "gpus": 4, "duration": 2, "release": 1},
+                ],
+            }
+        )
+    )
+    plan = Plan(
+        instance="waits",
+        solver="hand",
+        status="heuristic",
+        objective=0.0,
+        assignments=[
+            Assignment(job="r", pool="p", start=2, end=5, gpus={"p-0": [0, 1, 2, 3]}),
+            Assignment(job="f", pool="p", start=4, end=6, gpus={"p-0": [4, 5, 6, 7]}),
+        ],
+    )
+    assert evaluate(inst, plan).mean_wait_hours == pytest.approx((2 + 1) / 2)

@@ -33,7 +33,7 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
         if on_time(instance, a.job, a.end):
             pwo += job.value
             by_kind[job.kind] += 1
-            waits.append((a.start - job.release) * h)
+            waits.append((a.start - job.wait_release) * h)
         else:
             late += 1
     inference = sum(float(s.demand[now:].sum()) * s.gpus_per_replica * h for s in instance.services)

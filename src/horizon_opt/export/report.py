@@ -354,7 +354,7 @@ def _waits_section(instance: Instance, planned: Sequence[Column]) -> str:
     for p in planned:
         waits = sorted(
             p.plan.assignments,
-            key=lambda a: -(a.start - instance.jobs[instance.job_index[a.job]].release),
+            key=lambda a: -(a.start - instance.jobs[instance.job_index[a.job]].wait_release),
         )[:LONGEST_WAITS]
         out.append(f"<h3>{_e(p.label)}</h3>")
         if not waits:
@@ -371,9 +371,9 @@ def _waits_section(instance: Instance, planned: Sequence[Column]) -> str:
                     f"{j.priority:g}",
                     str(j.gpus),
                     _e(a.pool),
-                    _e(_when(instance, j.release)),
+                    _e(_when(instance, j.wait_release)),
                     _e(_when(instance, a.start)),
-                    f"{(a.start - j.release) * h:,.1f}",
+                    f"{(a.start - j.wait_release) * h:,.1f}",
                     "-" if j.deadline is None else _e(_when(instance, j.deadline)),
                     '<span class="good">yes</span>' if ok else '<span class="bad">late</span>',
                 ]
