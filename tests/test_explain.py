@@ -75,7 +75,9 @@ def records(inst: ho.Instance, plan: ho.Plan) -> dict[str, JobExplanation]:
 #   mid   4 GPUs, 3 slots on a: a node stays whole over 2-4 (2, 0, 0 GPUs of chat) -> 2
 #   small 2 GPUs, a: 2 / b: 3 slots: slot 1 leaves 2 GPUs on one node, slot 2 more -> 1 on a
 #   late  2 GPUs, 1 slot, released 6: a is full at 6, b is up -> 6 on b
-#   after runs after small: not checked (its predecessors count)
+#   after runs after small, which alone ends at 3 at the earliest (on a from 1; b is down until 3
+#         and takes 3 slots): -> 3 (not small's release plus its shortest run, 2: no window
+#         holds small from 0)
 TROUGH: Spec = {
     "name": "trough",
     "horizon": {"slots": 8},
@@ -181,7 +183,7 @@ ALONE: dict[str, tuple[Spec, dict[str, tuple[int | None, str | None]]]] = {
             "mid": (2, "a"),
             "small": (1, "a"),
             "late": (6, "b"),
-            "after": (2, "a"),
+            "after": (3, "a"),
         },
     ),
     "outages": (OUTAGES, {"j": (2, "b"), "k": (0, "a"), "m": (3, "a"), "g": (5, "a")}),

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from horizon_opt.check import ensure_valid
 from horizon_opt.errors import InputError
 from horizon_opt.inference import plan_layout
-from horizon_opt.instance import Instance
+from horizon_opt.instance import Instance, topological_order
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.causes import Cause, Code
@@ -42,7 +43,8 @@ class JobExplanation:
     """One job's answer. Slots are the instance's; `*_time` are ISO times when it has a start.
 
     `earliest_alone`: its earliest start alone on the cluster (after its release, `now`, and its
-    predecessors' shortest runs), None when no allowed pool ever holds it after that. For a late or unplanned job, `code` and `reason`
+    predecessors' earliest ends, each alone on the cluster too), None when it or a predecessor
+    never fits. For a late or unplanned job, `code` and `reason`
     say what binds; `insert_at` is the earliest start (ending in time, after its planned
     predecessors) at which it fits by moving only work worth less than it (`insert_moves`);
     `priority_needed` is the priority above which it would outrank every job in the way at its
@@ -116,6 +118,27 @@ class _Explainer:
         self.causes = self.diagnosis.causes(unplanned + late)
         self.values = sorted({self.diagnosis.worth(p.job) for p in self.placements})
         self._grids: dict[float, CapacityGrid] = {}
+
+    @cached_property
+    def chain(self) -> list[int | None]:
+        """Per job, the earliest start its predecessors allow when each runs alone on the
+        cluster as early as it can (after their own predecessors): their windows must exist,
+        not just their shortest run times. None when a predecessor never fits."""
+        inst, alone = self.inst, self.diagnosis.alone
+        out: list[int | None] = list(self.diagnosis.est)
+        ends: dict[int, int | None] = {}
+        for j in topological_order(inst):
+            job = inst.jobs[j]
+            pred_ends = [ends[p] for p in job.after]
+            start = out[j]
+            if start is None or any(e is None for e in pred_ends):
+                out[j] = ends[j] = None
+                continue
+            start = max([start, *(e for e in pred_ends if e is not None)])
+            out[j] = start
+            fit = alone.earliest_end(job, start, inst.slots)
+            ends[j] = None if fit is None else fit.start + job.durations[fit.pool]
+        return out
 
     def _ancestors(self, j: int) -> set[int]:
         """The planned jobs that j runs after, transitively: they stay wherever j goes."""
@@ -216,8 +239,9 @@ class _Explainer:
                 status=status, earliest_alone=None, earliest_alone_pool=None, **base
             )
         j = self.inst.job_index[job_id]
-        job = self.inst.jobs[j]
-        alone = self.diagnosis.alone.earliest_start(job, self.diagnosis.est[j], self.inst.slots)
+        job, S = self.inst.jobs[j], self.inst.slots
+        start = self.chain[j]
+        alone = None if start is None else self.diagnosis.alone.earliest_start(job, start, S)
         base["earliest_alone"] = None if alone is None else alone.start
         base["earliest_alone_pool"] = None if alone is None else self.inst.pools[alone.pool].name
         cause = self.causes.get(j)
