@@ -100,3 +100,18 @@ def test_an_invalid_plan_is_refused(plan_file: Path, tmp_path: Path) -> None:
     assert code == 2 and out == ""
     assert f"error: {bad} is not a valid plan for instance 'demo-48h'" in err
     assert not target.exists()
+
+
+def test_a_priority_threshold_says_what_the_work_in_the_way_is_worth_together(
+    tmp_path: Path,
+) -> None:
+    """One by one, priority 5.25 outranks each job in pretrain-code-3b's way; together they are
+    worth 1,708 against its 1,024 (priority 4): only above 4 x 1708 / 1024 = 6.67 does it
+    outweigh them all, and the output says so rather than letting 5.25 pass for enough."""
+    inst = ho.load_instance(DEMO)
+    plan = tmp_path / "greedy.json"
+    ho.solve(inst, "greedy").write(plan)
+    result = runner.invoke(app, ["explain", str(DEMO), str(plan), "--job", "pretrain-code-3b"])
+    assert result.exit_code == 0, result.output
+    assert "one by one" in result.stdout and "what cpsat maximizes" in result.stdout
+    assert "worth 1,708, more than its 1,024: only above priority 6.67" in result.stdout

@@ -107,6 +107,20 @@ def _when(instance: Instance, slot: int | None) -> str:
     return str(slot) if at is None else f"{slot} ({at:%a %H:%M})"
 
 
+def _together(instance: Instance, r: JobExplanation) -> str:
+    """What the work in its way is worth together against the job: a plan that maximizes pwo
+    moves all of it only for a job worth more than all of it."""
+    total = sum(instance.jobs[instance.job_index[m]].value for m in r.window_moves)
+    if total <= r.value:
+        return f"together that work is worth {total:,.0f}, less than its {r.value:,.0f}"
+    outweigh = r.priority * total / r.value  # value grows with priority, work fixed
+    return (
+        f"together that work is worth {total:,.0f}, more than its {r.value:,.0f}: only above "
+        f"priority {outweigh:.3g} is it worth more than all of it, as a plan that maximizes pwo "
+        "needs"
+    )
+
+
 def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
     """The lines that say what it would take to plan a late or unplanned job in time."""
     lines = []
@@ -119,13 +133,16 @@ def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
             lines.append(f"it fits at {where} as the plan stands")
         elif r.priority_needed < r.priority:
             lines.append(
-                f"it already outranks the work at {where}{ahead} (priority above "
-                f"{r.priority_needed:.3g} would do; it has {r.priority:g})"
+                f"it already outranks each job at {where}{ahead}, one by one (priority above "
+                f"{r.priority_needed:.3g} would do; it has {r.priority:g}); "
+                + _together(instance, r)
             )
         else:
             lines.append(
                 f"with priority above {r.priority_needed:.3g} (now {r.priority:g}) it would "
-                f"outrank the work at {where}{ahead}"
+                f"outrank each job at {where}{ahead}, one by one: a threshold by value, what "
+                "cpsat maximizes (greedy and fifo order by their own rules and may still leave "
+                "it out); " + _together(instance, r)
             )
     if r.insert_at is not None and r.priority_needed != 0:
         moving = f", moving {_names(r.insert_moves)}" if r.insert_moves else ""
