@@ -32,8 +32,12 @@ Status = Literal["on-time", "late", "not-planned", "running", "reserved"]
 _NO_PRIORITY = {
     Code.NO_FITTING_POOL: "no allowed pool ever holds its gang",
     Code.DEADLINE_IMPOSSIBLE: "it cannot end in time even alone on the cluster",
-    Code.PREDECESSOR_UNPLANNED: "it waits for a job that is not planned",
-    Code.PREDECESSOR_LATE: "a job it runs after ends too late",
+    Code.PREDECESSOR_UNPLANNED: "it waits for a job that is not planned, which must be planned "
+    "first; a higher priority of its own counts toward that only where the solver passes it on "
+    "(cpsat weighs the pair's value; greedy ranks a job's predecessors by it)",
+    Code.PREDECESSOR_LATE: "a job it runs after ends too late, and must end earlier first; a "
+    "higher priority of its own counts toward that only where the solver passes it on (cpsat "
+    "weighs the pair's value; greedy ranks a job's predecessors by it)",
     Code.INFERENCE_RESERVED: "the plan's inference reservation, not batch work, takes its room",
 }
 

@@ -107,6 +107,9 @@ def _when(instance: Instance, slot: int | None) -> str:
     return str(slot) if at is None else f"{slot} ({at:%a %H:%M})"
 
 
+_WAITS = ("predecessor-unplanned", "predecessor-late")  # its own priority is not the lever
+
+
 def _together(instance: Instance, r: JobExplanation) -> str:
     """What the work in its way is worth together against the job: a plan that maximizes pwo
     moves all of it only for a job worth more than all of it."""
@@ -124,7 +127,9 @@ def _together(instance: Instance, r: JobExplanation) -> str:
 def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
     """The lines that say what it would take to plan a late or unplanned job in time."""
     lines = []
-    if r.no_priority is not None:
+    if r.no_priority is not None and r.code in _WAITS:
+        lines.append(r.no_priority)
+    elif r.no_priority is not None:
         lines.append(f"no priority is enough: {r.no_priority}")
     if r.priority_needed is not None:
         where = f"slot {_when(instance, r.window_start)} on {r.window_pool}"
