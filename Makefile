@@ -5,14 +5,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TIME_LIMIT ?= 20
 
-.PHONY: demo test lint install clean bench bench-smoke bench-instances
+.PHONY: demo test docs lint install clean bench bench-smoke bench-instances
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,ray,fast]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray,fast,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -33,6 +33,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+	$(BIN)/mkdocs build --strict -q -d site
+
+# The guides in docs/ and the API reference from the docstrings (mkdocs.yml), into site/.
+# --strict: a warning (a broken page link or anchor, a docstring that does not render) fails it.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict -d site
 
 # Benchmarks (benchmarks/README.md): the full suite, a quick smoke run, the committed instance set.
 JOBS ?= 2
@@ -58,4 +64,4 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) demo-output site .pytest_cache .mypy_cache .ruff_cache
