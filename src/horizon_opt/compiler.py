@@ -295,7 +295,7 @@ class _Compiler:
                     # A placed job started (or will) at its placed start; nothing else can start
                     # before now.
                     release=placed.start if placed is not None else max(release, self.now),
-                    submitted=release if placed is not None else None,
+                    submitted=release,
                     deadline=deadline,
                     after=tuple(after),
                     work_hours=j.gpus * fastest * self.slot_minutes / 60,

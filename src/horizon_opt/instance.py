@@ -116,15 +116,17 @@ class Job:
     work_hours: float  # gpus * fastest duration * hours per slot
     placed: Placed | None = None  # then `durations` and `gangs` hold only its pool
     promise: Promise | None = None  # set by a re-plan with a stability weight, never by a file
-    # A placed job's release as written (its `release` is its placed start, for the solvers);
-    # None for a free job, whose `release` already is max(release, now).
+    # Its release as written, before `now` or a placed start replaced it in `release` (the slot
+    # the solvers may start it from); None: the same as `release`.
     submitted: int | None = None
 
     @property
     def wait_release(self) -> int:
         """The slot its wait counts from (FORMAT.md, mean_wait_hours): its release as written
-        when placed, else max(release, now)."""
-        return self.release if self.submitted is None else self.submitted
+        when placed, else max(release, now), which is `release`."""
+        if self.placed is not None and self.submitted is not None:
+            return self.submitted
+        return self.release
 
     @property
     def value(self) -> float:

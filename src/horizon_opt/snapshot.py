@@ -118,7 +118,7 @@ def _job(job: Job, index: int, after: tuple[int, ...], release: int, placed: Pla
         after=after,
         work_hours=job.work_hours,
         placed=placed,
-        submitted=None if placed is None else job.wait_release,
+        submitted=job.submitted,
     )
 
 
