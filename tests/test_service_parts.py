@@ -201,3 +201,37 @@ def test_run_refuses_bad_options_with_exit_2(tmp_path: Path, args: list[str], me
     result = CliRunner().invoke(app, ["run", str(_demo_config(tmp_path)), *args])
     assert result.exit_code == 2 and message in result.stderr, result.output
     assert not (tmp_path / "st").exists()  # nothing written
+
+
+def test_demand_past_the_gpus_running_jobs_leave_is_planned_with_what_fits(
+    tmp_path: Path,
+) -> None:
+    """One 8-GPU node; a running job holds 6 GPUs until slot 4; chat needs 2 replicas of 2 GPUs
+    at every slot. Not an instance (FORMAT.md refuses it), but a cycle must still plan: 1
+    replica fits until slot 4, 2 after, and the cycle says where inference will be short."""
+    from horizon_opt.service.cycle import run_cycle
+
+    state = tmp_path / "state.yaml"
+    state.write_text(
+        "name: tight\nhorizon: {slots: 8, start: '2026-12-01T00:00:00Z'}\nnow: 1\n"
+        "pools: [{name: p, gpu_type: H100, nodes: 1, gpus_per_node: 8}]\n"
+        "services: [{name: chat, pool: p, gpus_per_replica: 2, demand: [2, 2, 2, 2, 2, 2, 2, 2]}]\n"
+        "jobs:\n"
+        "  - {id: r, priority: 1, gpus: 6, duration: 4,\n"
+        "     placed: {pool: p, start: 0, gpus: {p-0: [0, 1, 2, 3, 4, 5]}}}\n"
+    )
+    config = read_config(
+        _config(
+            tmp_path,
+            f"scheduler: slurm\nqueue: {{file: {state}, format: instance}}\nstate: st\n"
+            "solver: greedy\nslurm: {users: [svc]}\n",
+        )
+    )
+    cycle = run_cycle(config)
+    assert cycle.ok and cycle.plan is not None
+    assert any("'chat'" in line and "short" in line for line in cycle.lines), cycle.lines
+    replicas = {
+        t: sum(b.replicas for b in cycle.plan.inference if b.start <= t < b.end)
+        for t in range(1, 8)
+    }
+    assert replicas == {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 2, 7: 2}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,8 +52,11 @@ from horizon_opt.service.config import RunConfig, Source
 from horizon_opt.service.folder import StateFolder
 from horizon_opt.service.metrics import plan_metrics, status_metrics
 from horizon_opt.service.rebase import rebased
+from horizon_opt.service.shortfall import capped
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.times import iso, parse_time
+
+_BESIDE = "can hold beside the placed jobs"  # the compiler's word for demand past the free GPUs
 
 
 class CycleFailed(Exception):
@@ -223,7 +226,15 @@ def _state(
     document = _absolute_demand(document, base)
     try:
         spec = parse_spec(document)
-        return document, compile_instance(spec, read_demand_csv(spec, base))
+        demands = read_demand_csv(spec, base)
+        try:
+            return document, compile_instance(spec, demands)
+        except InstanceError as exc:
+            if not all(_BESIDE in p for p in exc.problems):
+                raise
+        instance, short = capped(document, demands)
+        lines += [f"warning: {line}" for line in short]
+        return document, instance
     except (InputError, InstanceError) as exc:
         raise CycleFailed("import", exc.problems) from None
 
@@ -231,25 +242,36 @@ def _state(
 def _import(
     config: RunConfig, cluster_file: Path, payloads: dict[str, str], now: datetime | None
 ) -> Imported:
+    """The queue imported around the cluster file. The services are put in after the import:
+    their demand is the cycle's to fit beside the running jobs (`shortfall`), not a reason to
+    refuse the state."""
     try:
         cluster = read_cluster(cluster_file)
+        jobs_only = cluster.model_copy(update={"services": []})
         queue = _parsed(payloads["queue"], "queue")
         if config.scheduler == "slurm":
             history = payloads.get("history")
-            return import_slurm(
+            imported = import_slurm(
                 queue,
-                cluster,
+                jobs_only,
                 sacct=None if history is None else _parsed(history, "history"),
                 snapshot=now,
                 squeue_source="queue",
                 sacct_source="history",
                 default_duration=config.default_duration,
             )
-        return import_kueue(
-            queue, cluster, snapshot=now, default_duration=config.default_duration, source="queue"
-        )
+        else:
+            imported = import_kueue(
+                queue,
+                jobs_only,
+                snapshot=now,
+                default_duration=config.default_duration,
+                source="queue",
+            )
     except InputError as exc:
         raise CycleFailed("import", exc.problems) from None
+    services = [s.model_dump(mode="json", exclude_defaults=True) for s in cluster.services]
+    return replace(imported, document={**imported.document, "services": services})
 
 
 def _absolute_demand(document: dict[str, Any], base: Path) -> dict[str, Any]:
