@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -79,7 +79,6 @@ class Cycle:
     running: int = 0  # jobs running at the snapshot (placed before `now`)
     lines: tuple[str, ...] = ()  # what a person reads: notes, warnings, the summary
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def run_cycle(config: RunConfig, *, apply: bool = False, now: datetime | None = None) -> Cycle:
