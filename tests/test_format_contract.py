@@ -136,12 +136,12 @@ def test_3_times_are_rounded_to_slots_then_compared() -> None:
     r = inst.jobs[0]
     assert inst.now == 11  # now rounds up
     assert r.placed is not None and r.placed.start == 10  # placed.start rounds down
-    assert r.submitted == 11  # the release as written rounds up
+    assert r.submitted == 10  # the release as written rounds up (11), but not past its start
     # Started at 10:05, before its release at 10:30 but in the same slot: accepted, and its wait
-    # counts from the release rounded up (slot 11), so it is negative.
+    # counts from its start: 0, never negative.
     p = plan([run("r", 10, 12)])
     assert verdict(inst, p) == []
-    assert evaluate(inst, p).mean_wait_hours == -1.0
+    assert evaluate(inst, p).mean_wait_hours == 0.0
     # A start in the slot before the release's slot is refused (the message shows 11).
     job["placed"]["start"] = "2026-12-01T09:59:00Z"
     data["now"] = 10

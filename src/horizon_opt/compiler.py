@@ -292,10 +292,9 @@ class _Compiler:
                     gpus=j.gpus,
                     durations=placeable,
                     gangs=gangs,
-                    # A placed job started (or will) at its placed start; nothing else can start
-                    # before now.
+                    # A placed job starts at its placed start; nothing else before now.
                     release=placed.start if placed is not None else max(release, self.now),
-                    submitted=release,
+                    submitted=release if placed is None else min(release, placed.start),
                     deadline=deadline,
                     after=tuple(after),
                     work_hours=j.gpus * fastest * self.slot_minutes / 60,
