@@ -145,7 +145,7 @@ def test_3_times_are_rounded_to_slots_then_compared() -> None:
     # A start in the slot before the release's slot is refused (the message shows 11).
     job["placed"]["start"] = "2026-12-01T09:59:00Z"
     data["now"] = 10
-    assert problems(data) == ["jobs[0].placed.start: slot 9 is before the job's release (11)"]
+    assert problems(data) == ["jobs[0].placed.start: slot 9 is before its release (slot 10)"]
 
 
 def test_4_a_pool_with_too_few_nodes_for_the_gang_is_dropped() -> None:

@@ -192,7 +192,7 @@ ERRORS: list[tuple[str, Callable[[Spec], object], str, tuple[str, ...], int]] = 
         "start before the job's release",
         lambda d: job(d, "run").update(release=1),
         "jobs[0].placed.start",
-        ("slot 0", "before the job's release (1)"),
+        ("slot 0", "before its release (slot 1)"),
         1,
     ),
     (

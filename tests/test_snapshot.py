@@ -166,7 +166,7 @@ def test_refuses_placements_that_the_compiler_refuses() -> None:
     )
     p = running[job.id]
     early = p.model_copy(update={"start": job.release - 1, "end": ends[job.id]})
-    assert "before the job's release" in refused(inst, now, keep, {**running, job.id: early})
+    assert "before its release" in refused(inst, now, keep, {**running, job.id: early})
     node = next(iter(p.gpus))
     same = p.model_copy(update={"gpus": {node: [0] * len(p.gpus[node])}})
     assert len(p.gpus[node]) > 1

@@ -331,12 +331,11 @@ class _Compiler:
             return None
         end = start + durations[pool.index]
         problems = len(self.problems)
-        # The release as the slot it falls in: a job started at its mid-slot release is fine.
         released = self.time(j.release, f"jobs[{i}].release", round_up=False)
         if not 0 <= start < self.S:
             self.error(f"{path}.start", f"slot {start} is outside the horizon [0, {self.S})")
-        elif released is not None and start < released:
-            self.error(f"{path}.start", f"slot {start} is before the job's release ({release})")
+        elif released is not None and start < released:  # its release's own slot is fine
+            self.error(f"{path}.start", f"slot {start} is before its release (slot {released})")
         if spec.end is not None:  # the expected end, when known better than the estimate
             given = self.time(spec.end, f"{path}.end", round_up=True)
             if given is not None and given <= start:

@@ -166,7 +166,7 @@ def _placement(
     if not 0 <= start < S:
         problems.append(f"{path}.start: slot {start} is outside the horizon [0, {S})")
     elif start < job.release:
-        problems.append(f"{path}.start: slot {start} is before the job's release ({job.release})")
+        problems.append(f"{path}.start: slot {start} is before its release (slot {job.release})")
     if end <= start:
         problems.append(f"{path}.end: slot {end} is not after start {start}")
     elif end > S:

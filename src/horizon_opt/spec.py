@@ -188,7 +188,11 @@ class PlacedSpec(_Model):
 
     pool: str
     start: Time
-    end: Time | None = Field(default=None, description="If given, must be start + duration.")
+    end: Time | None = Field(
+        default=None,
+        description="The expected end when known better than start + duration; the job then "
+        "lasts end - start.",
+    )
     gpus: dict[str, list[Annotated[int, Field(ge=0, lt=MAX_GPUS_PER_NODE)]]] = Field(
         min_length=1, description="Node name -> GPU indices held."
     )
