@@ -57,6 +57,18 @@ def test_patch_an_instance(history: Path, tmp_path: Path) -> None:
     assert "#" in out.read_text()  # the file's comments are kept
 
 
+def test_a_history_far_before_the_horizon_is_said(history: Path, tmp_path: Path) -> None:
+    """The history ends 2026-12-01; a forecast from 2027-03-01 carries only its daily pattern
+    and latest level over 90 days, and says so; the next day's forecast says nothing."""
+    out = tmp_path / "demand.csv"
+    args = ["forecast", str(history), "-o", str(out)]
+    far = runner.invoke(app, [*args, "--start", "2027-03-01T00:00:00Z"])
+    assert far.exit_code == 0, far.output
+    assert "warning: the history ends 2026-12-01 00:00 UTC, 90 days before" in far.stderr
+    near = runner.invoke(app, args)
+    assert near.exit_code == 0 and "warning" not in near.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -191,6 +191,14 @@ def forecast_cmd(
             values = demand_for(history, first, slots, rps_per_replica, params)
         except ValueError as exc:
             raise InputError([f"forecast: {exc}"]) from None
+    gap = first - to_datetime(history.end)
+    if gap > timedelta(days=7):
+        typer.echo(
+            f"warning: the history ends {to_datetime(history.end):%Y-%m-%d %H:%M} UTC, "
+            f"{gap.days:,} days before the forecast starts: only its {seasonality}ly pattern "
+            "and its latest level carry over that gap",
+            err=True,
+        )
     if run_backtest:
         for line in _backtest_lines(history, params, rps_per_replica):
             typer.echo(line, err=True)
