@@ -70,6 +70,10 @@ def test_config_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
         ("scheduler: slurm\ncluster: c\nqueue: {file: q}\nevery: soon\n", "every"),
         ("scheduler: slurm\ncluster: c\nqueue: {file: q}\ntime_limit: .inf\n", "time_limit"),
         ("scheduler: kueue\ncluster: c\nqueue: {file: q}\n", "kueue"),
+        (
+            "scheduler: kueue\ncluster: c\nqueue: {file: q}\nkueue: {cluster_queue: batch}\n",
+            "cluster_queue_object",
+        ),
         ("scheduler: slurm\ncluster: c\nqueue: {file: q}\nsolver: magic\n", "magic"),
         ("scheduler: slurm\ncluster: c\nqueue: {file: q}\ncolour: red\n", "colour"),
     ],

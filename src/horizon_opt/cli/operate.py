@@ -43,8 +43,8 @@ def run_cmd(
     every: Annotated[
         str | None,
         typer.Option(
-            help="Keep running: one cycle every this long (e.g. 15m), the config's `every` "
-            "otherwise being only the cadence holds are judged by.",
+            help="Keep running: one cycle every this long (e.g. 15m); it is also the cadence "
+            "that holds and pinned hosts look ahead by, instead of the config's `every`.",
             show_default=False,
         ),
     ] = None,

@@ -115,9 +115,9 @@ class SlurmSettings(_Model):
 
 class KueueSettings(_Model):
     cluster_queue: str = Field(description="The batch ClusterQueue whose quota inference leaves.")
-    cluster_queue_object: Source | None = Field(
-        default=None,
-        description="`kubectl get clusterqueue NAME -o json`: where each flavor's GPU quota is.",
+    cluster_queue_object: Source = Field(
+        description="`kubectl get clusterqueue NAME -o json`: where each flavor's GPU quota is "
+        "(the quota patch names its place in the object)."
     )
     resource: str = Field(default="nvidia.com/gpu")
     quota_window: str = Field(
@@ -221,7 +221,7 @@ def read_config(path: str | os.PathLike[str]) -> RunConfig:
             "queue": _rebased(config.queue, base),
             "history": None if config.history is None else _rebased(config.history, base),
             "kueue": config.kueue
-            if config.kueue is None or config.kueue.cluster_queue_object is None
+            if config.kueue is None
             else config.kueue.model_copy(
                 update={"cluster_queue_object": _rebased(config.kueue.cluster_queue_object, base)}
             ),

@@ -364,12 +364,10 @@ def _kueue_options(config: RunConfig) -> KueueOptions:
     k = config.kueue
     assert k is not None
     pools = [] if config.cluster is None else read_cluster(config.cluster).pools
-    obj = None
-    if k.cluster_queue_object is not None:
-        obj = _parsed(
-            _read(k.cluster_queue_object, "cluster_queue_object", config.command_timeout),
-            "cluster_queue_object",
-        )
+    obj = _parsed(
+        _read(k.cluster_queue_object, "cluster_queue_object", config.command_timeout),
+        "cluster_queue_object",
+    )
     flavors = {p.name: p.flavors[0] for p in pools if p.flavors}
     return KueueOptions(
         cluster_queue=k.cluster_queue,
