@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,9 @@ from horizon_opt.forecast import (
     backtest,
     demand_csv_text,
     demand_for,
+    forecast_horizon,
     headroom_for,
+    history_gap,
     patch_instance,
     read_history,
     replicas,
@@ -391,3 +393,17 @@ def test_old_demand_csvs_read_as_before(tmp_path: Path) -> None:
     chat = next(s for s in demo.services if s.name == "chat")
     rows = (Path(__file__).parents[1] / "instances" / "demo-chat.csv").read_text().splitlines()
     assert chat.demand.tolist() == [float(r.split(",")[1]) for r in rows[1:]]
+
+
+def test_where_a_forecast_goes_and_how_far_its_history_is() -> None:
+    """Ten hourly samples from T0 (the last at 09:00, holding until 10:00): by default the
+    first hour boundary after them, 10:00; an instance's own horizon; a given start, 40 days
+    after the history ends."""
+    history = hourly([1.0] * 10)
+    first, slots, minutes = forecast_horizon(history)
+    assert (first, slots, minutes) == (datetime(2026, 11, 1, 10, tzinfo=UTC), 24, 60)
+    demo = load_instance(Path(__file__).parent.parent / "instances" / "demo.yaml")
+    assert forecast_horizon(history, demo) == (demo.start, demo.slots, demo.slot_minutes)
+    later = datetime(2026, 12, 11, 10, tzinfo=UTC)
+    assert forecast_horizon(history, start=later)[0] == later
+    assert history_gap(history, later) == timedelta(days=40)

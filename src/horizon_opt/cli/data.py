@@ -19,7 +19,9 @@ from horizon_opt.forecast import (
     backtest,
     demand_csv_text,
     demand_for,
+    forecast_horizon,
     headroom_for,
+    history_gap,
     patch_instance,
     read_history,
     summarize,
@@ -136,17 +138,13 @@ def _where(items: list[str] | None) -> dict[str, str]:
 def _horizon(
     patch: Path | None, start: str | None, history: History, slots: int, slot_minutes: int
 ) -> tuple[datetime, int, int]:
-    """The first slot's time, the slots and their length: --patch's horizon, else --start, else
-    the next slot boundary after the history."""
-    if patch is not None:
-        horizon = load_instance(patch)
-        if horizon.start is None:
-            raise InputError([f"--patch: {patch} has no horizon.start to forecast from"])
-        return horizon.start, horizon.slots, horizon.slot_minutes
-    if (given := snapshot(start)) is not None:
-        return given, slots, slot_minutes
-    step = slot_minutes * 60
-    return to_datetime(-(-history.end // step) * step), slots, slot_minutes
+    """`forecast_horizon` from the options: --patch's instance, else --start."""
+    if patch is None:
+        return forecast_horizon(history, None, snapshot(start), slots, slot_minutes)
+    try:
+        return forecast_horizon(history, load_instance(patch), None, slots, slot_minutes)
+    except InputError as exc:
+        raise InputError([f"--patch: {patch}: {p}" for p in exc.problems]) from None
 
 
 def forecast_cmd(
@@ -191,7 +189,7 @@ def forecast_cmd(
             values = demand_for(history, first, slots, rps_per_replica, params)
         except ValueError as exc:
             raise InputError([f"forecast: {exc}"]) from None
-    gap = first - to_datetime(history.end)
+    gap = history_gap(history, first)
     if gap > timedelta(days=7):
         typer.echo(
             f"warning: the history ends {to_datetime(history.end):%Y-%m-%d %H:%M} UTC, "

@@ -41,7 +41,13 @@ from horizon_opt.forecast.backtest import (
     headroom_for,
     summarize,
 )
-from horizon_opt.forecast.demand import demand_csv_text, patch_instance, write_demand_csv
+from horizon_opt.forecast.demand import (
+    demand_csv_text,
+    forecast_horizon,
+    history_gap,
+    patch_instance,
+    write_demand_csv,
+)
 from horizon_opt.forecast.history import (
     TIME_COLUMNS,
     History,
@@ -83,7 +89,9 @@ __all__ = [
     "demand_csv_text",
     "demand_for",
     "epoch_seconds",
+    "forecast_horizon",
     "headroom_for",
+    "history_gap",
     "patch_instance",
     "read_history",
     "replicas",

@@ -8,14 +8,14 @@ import io
 import math
 import os
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import yaml
 
 from horizon_opt.errors import InputError
-from horizon_opt.forecast.history import TimeLike, epoch_seconds, to_datetime
-from horizon_opt.instance import FloatArray
+from horizon_opt.forecast.history import History, TimeLike, epoch_seconds, to_datetime
+from horizon_opt.instance import FloatArray, Instance
 from horizon_opt.io import read_input, write_atomic
 
 
@@ -118,3 +118,29 @@ def patch_instance(
     ):
         raise RuntimeError("patching the instance went wrong; the file was not changed")
     return patched
+
+
+def forecast_horizon(
+    history: History,
+    instance: Instance | None = None,
+    start: datetime | None = None,
+    slots: int = 24,
+    slot_minutes: int = 60,
+) -> tuple[datetime, int, int]:
+    """Where a forecast goes: (first slot's time, slots, slot length in minutes). An instance's
+    own horizon when given (it needs `horizon.start`), else `slots` from `start`, else from the
+    first slot boundary after the history."""
+    if instance is not None:
+        if instance.start is None:
+            raise InputError([f"instance {instance.name!r} has no horizon.start to forecast from"])
+        return instance.start, instance.slots, instance.slot_minutes
+    if start is not None:
+        return start, slots, slot_minutes
+    step = slot_minutes * 60
+    return to_datetime(-(-history.end // step) * step), slots, slot_minutes
+
+
+def history_gap(history: History, first: datetime) -> timedelta:
+    """How long before the forecast's first slot the history ends: past a week, only its
+    seasonal pattern and its latest level carry over."""
+    return first - to_datetime(history.end)
