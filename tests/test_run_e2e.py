@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake import install_commands, write_demand_csv
 from fake import slurm as fake
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -80,18 +81,10 @@ def _world() -> dict[str, Any]:
 def cluster(tmp_path: Path) -> dict[str, Any]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for command in ("squeue", "scontrol"):
-        wrapper = bin_dir / command
-        wrapper.write_text(
-            f'#!/bin/sh\nexec "{sys.executable}" "{REPO / "tests/fake/slurm.py"}" {command} "$@"\n'
-        )
-        wrapper.chmod(0o755)
+    install_commands(bin_dir, "slurm.py", {"squeue": "squeue", "scontrol": "scontrol"})
     state = tmp_path / "world.json"
     state.write_text(json.dumps(_world()))
-    rows = ["time,replicas"]
-    for h in range(-24, 96):
-        rows.append(f"{(T0 + timedelta(hours=h)).isoformat()},{DEMAND[h % len(DEMAND)]}")
-    (tmp_path / "chat.csv").write_text("\n".join(rows) + "\n")
+    write_demand_csv(tmp_path / "chat.csv", T0, DEMAND)
     (tmp_path / "cluster.yaml").write_text(
         "horizon: {slots: 24, slot_minutes: 60}\n"
         "pools:\n"

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 import yaml
+from fake import install_commands, write_demand_csv
 from fake import kueue as fake
 
 REPO = Path(__file__).resolve().parent.parent
@@ -166,18 +167,10 @@ def _world() -> dict[str, Any]:
 @pytest.fixture
 def cluster(tmp_path: Path) -> dict[str, Any]:
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "kubectl"
-    wrapper.write_text(
-        f'#!/bin/sh\nexec "{sys.executable}" "{REPO / "tests/fake/kueue.py"}" kubectl "$@"\n'
-    )
-    wrapper.chmod(0o755)
+    install_commands(bin_dir, "kueue.py", {"kubectl": "kubectl"})
     world = tmp_path / "world.json"
     world.write_text(json.dumps(_world()))
-    rows = ["time,replicas"]
-    for h in range(-24, 96):
-        rows.append(f"{(T0 + timedelta(hours=h)).isoformat()},{DEMAND[h % len(DEMAND)]}")
-    (tmp_path / "chat.csv").write_text("\n".join(rows) + "\n")
+    write_demand_csv(tmp_path / "chat.csv", T0, DEMAND)
     (tmp_path / "cluster.yaml").write_text(
         "horizon: {slots: 24, slot_minutes: 60}\n"
         "pools:\n"
