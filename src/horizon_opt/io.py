@@ -245,6 +245,23 @@ def _timed_demand(
     return means, None
 
 
+def move_demand_csvs(
+    document: dict[str, Any], base: Path, beside: Path | None = None
+) -> dict[str, Any]:
+    """An instance document whose demand CSV paths are relative to the folder `base`, with
+    each path made relative to the folder `beside` instead (absolute when None), so that the
+    document reads the same series wherever it is written."""
+    services = []
+    for s in document.get("services", []):
+        demand = s.get("demand")
+        if isinstance(demand, dict) and isinstance(demand.get("csv"), str):
+            where = (base / demand["csv"]).resolve()
+            csv_path = str(where) if beside is None else os.path.relpath(where, beside.resolve())
+            s = {**s, "demand": {**demand, "csv": csv_path}}
+        services.append(s)
+    return {**document, "services": services}
+
+
 def read_demand_csv(spec: InstanceSpec, base: Path) -> dict[int, list[float]]:
     """Read every `demand: {csv, column}` series, relative to the instance file's folder.
 

@@ -4,7 +4,6 @@ note that says why)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ import yaml
 
 from horizon_opt.compiler import compile_instance
 from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec, read_demand_csv
+from horizon_opt.io import move_demand_csvs, parse_spec, read_demand_csv
 
 
 @dataclass(frozen=True)
@@ -44,21 +43,14 @@ class Imported:
     def to_yaml(self, beside: Path | None = None) -> str:
         """The instance file's text; with `beside` (the folder it is written to), demand CSV
         paths are rewritten to be relative to it, so the file reads the cluster file's CSV."""
-        document = self.document if beside is None else self.moved(beside)
+        document = (
+            self.document
+            if beside is None
+            else move_demand_csvs(self.document, self.folder, beside)
+        )
         return yaml.safe_dump(
             document, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
         )
-
-    def moved(self, beside: Path) -> dict[str, Any]:
-        """The document with demand CSV paths relative to the folder `beside`."""
-        services = []
-        for s in self.document.get("services", []):
-            demand = s.get("demand")
-            if isinstance(demand, dict) and isinstance(demand.get("csv"), str):
-                where = os.path.relpath(self.folder / demand["csv"], beside)
-                s = {**s, "demand": {**demand, "csv": where}}
-            services.append(s)
-        return {**self.document, "services": services}
 
 
 def compile_document(document: dict[str, Any], folder: Path) -> Instance:

@@ -45,7 +45,7 @@ from horizon_opt.importers.kueue import import_kueue
 from horizon_opt.importers.result import Imported, note_lines
 from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec, read_demand_csv
+from horizon_opt.io import move_demand_csvs, parse_spec, read_demand_csv
 from horizon_opt.plan import Plan
 from horizon_opt.replan import replan
 from horizon_opt.service.config import RunConfig, Source
@@ -222,7 +222,7 @@ def _state(
         imported = _import(config, config.cluster, payloads, now)
         lines += [f"note: {line}" for line in note_lines(imported.notes)]
         document, base = imported.document, config.cluster.parent
-    document = _absolute_demand(document, base)
+    document = move_demand_csvs(document, base)  # the cycle's copy reads the same series
     try:
         spec = parse_spec(document)
         demands = read_demand_csv(spec, base)
@@ -271,18 +271,6 @@ def _import(
         raise CycleFailed("import", exc.problems) from None
     services = [s.model_dump(mode="json", exclude_defaults=True) for s in cluster.services]
     return replace(imported, document={**imported.document, "services": services})
-
-
-def _absolute_demand(document: dict[str, Any], base: Path) -> dict[str, Any]:
-    """The document with demand CSV paths made absolute, so the cycle's instance.yaml reads
-    the same series wherever it is opened."""
-    services = []
-    for s in document.get("services", []):
-        demand = s.get("demand")
-        if isinstance(demand, dict) and "csv" in demand:
-            s = {**s, "demand": {**demand, "csv": str((base / demand["csv"]).resolve())}}
-        services.append(s)
-    return {**document, "services": services}
 
 
 # -- planning --------------------------------------------------------------------------------
