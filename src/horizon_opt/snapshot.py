@@ -11,7 +11,7 @@ checked again (the same rules as the compiler, with its messages' field paths). 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -105,20 +105,15 @@ def _job(job: Job, index: int, after: tuple[int, ...], release: int, placed: Pla
     if placed is not None and job.placed is None:
         durations = {placed.pool: placed.end - placed.start}
         gangs = {placed.pool: job.gangs[placed.pool]}
-    return Job(
+    return replace(
+        job,
         index=index,
-        id=job.id,
-        kind=job.kind,
-        priority=job.priority,
-        gpus=job.gpus,
         durations=durations,
         gangs=gangs,
         release=release,
-        deadline=job.deadline,
         after=after,
-        work_hours=job.work_hours,
         placed=placed,
-        submitted=job.submitted,
+        promise=None,
     )
 
 
