@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -64,6 +65,10 @@ class Actions:
     actions: tuple[Action, ...]
     scheduler: str = ""
     notes: tuple[str, ...] = ()
+
+    def by_kind(self) -> dict[str, int]:
+        """How many actions of each kind, in kind order (for summaries and metrics)."""
+        return dict(sorted(Counter(a.kind for a in self.actions).items()))
 
     def to_script(self) -> str:
         """A POSIX shell script: one command a line, each after a comment saying why; `set -eu`

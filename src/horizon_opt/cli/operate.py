@@ -123,10 +123,8 @@ def summary(cycle: Cycle, config: RunConfig, apply: bool) -> list[str]:
             f"  churn: {c.held} held, {c.moved} moved ({c.later} later), {c.dropped} dropped, "
             f"{c.new} newly planned"
         )
-    kinds: dict[str, int] = {}
-    for a in cycle.actions.actions:
-        kinds[a.kind] = kinds.get(a.kind, 0) + 1
-    shown = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none: nothing changed"
+    kinds = cycle.actions.by_kind()
+    shown = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none: nothing changed"
     script = cycle.folder / "actions.sh"
     if apply:
         lines.append(f"  actions: {shown}; {cycle.applied} applied ({script})")

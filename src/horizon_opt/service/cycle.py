@@ -35,12 +35,13 @@ from horizon_opt.actions import (
     read_desired,
     slurm_actions,
 )
+from horizon_opt.actions.core import is_running
 from horizon_opt.check import check
 from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.explain import explain
 from horizon_opt.export.explanations import explanations_json
-from horizon_opt.importers import read_cluster
+from horizon_opt.importers import ClusterFile, read_cluster
 from horizon_opt.importers.kueue import import_kueue
 from horizon_opt.importers.result import Imported, note_lines
 from horizon_opt.importers.slurm import import_slurm
@@ -56,16 +57,12 @@ from horizon_opt.service.shortfall import capped
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.times import iso, parse_time
 
-_BESIDE = "can hold beside the placed jobs"  # the compiler's word for demand past the free GPUs
-
 
 class CycleFailed(Exception):
     """A step of the cycle failed; the last good plan stays in force."""
 
     def __init__(self, step: str, problems: list[str]) -> None:
         super().__init__(f"{step}: {'; '.join(problems)}")
-        self.step = step
-        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -129,18 +126,16 @@ def _plan_cycle(
     payloads = {"queue": _read(config.queue, "queue", config.command_timeout)}
     if config.history is not None:
         payloads["history"] = _read(config.history, "history", config.command_timeout)
-    document, instance = _state(config, payloads, now, lines)
+    cluster = _cluster(config)
+    document, instance = _state(config, cluster, payloads, now, lines)
     if instance.start is None:
         raise CycleFailed("import", ["the instance has no horizon.start: actions need times"])
     plan = _replan(config, folder, instance, lines)
     violations = check(instance, plan)
     if violations:
         raise CycleFailed("check", [f"the plan is invalid: {violations[0]}"])
-    actions = _actions(config, instance, plan, folder)
-    kinds: dict[str, int] = {}
-    for a in actions.actions:
-        kinds[a.kind] = kinds.get(a.kind, 0) + 1
-    metrics = plan_metrics(instance, plan, kinds)
+    actions = _actions(config, cluster, instance, plan, folder)
+    metrics = plan_metrics(instance, plan, actions.by_kind())
     files = {
         "queue.txt": payloads["queue"],
         "instance.yaml": yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
@@ -162,9 +157,7 @@ def _plan_cycle(
     if "history" in payloads:
         files["history.txt"] = payloads["history"]
     stamp = when.strftime("%Y%m%dT%H%M%SZ")
-    running = sum(
-        1 for j in instance.jobs if j.placed is not None and j.placed.start < instance.now
-    )
+    running = sum(is_running(instance, j) for j in instance.jobs)
     return _Good(folder.commit_cycle(stamp, files, config.keep), plan, actions, metrics, running)
 
 
@@ -207,8 +200,22 @@ def _parsed(text: str, what: str) -> Any:
         raise CycleFailed(what, [f"not JSON or YAML: {exc}"]) from None
 
 
+def _cluster(config: RunConfig) -> ClusterFile | None:
+    """The cluster file, read once a cycle (the import and the Kueue flavors both need it)."""
+    if config.cluster is None:
+        return None
+    try:
+        return read_cluster(config.cluster)
+    except InputError as exc:
+        raise CycleFailed("import", exc.problems) from None
+
+
 def _state(
-    config: RunConfig, payloads: dict[str, str], now: datetime | None, lines: list[str]
+    config: RunConfig,
+    cluster: ClusterFile | None,
+    payloads: dict[str, str],
+    now: datetime | None,
+    lines: list[str],
 ) -> tuple[dict[str, Any], Instance]:
     """The cluster's state as an instance document (demand CSV paths made absolute, so the
     cycle's copy reads the same series) and the compiled instance."""
@@ -218,19 +225,19 @@ def _state(
         if not isinstance(document, dict):
             raise CycleFailed("queue", [f"{config.queue.file}: not an instance file"])
     else:
-        assert config.cluster is not None  # the config requires it for a scheduler payload
-        imported = _import(config, config.cluster, payloads, now)
+        assert cluster is not None  # the config requires it for a scheduler payload
+        imported = _import(config, cluster, payloads, now)
         lines += [f"note: {line}" for line in note_lines(imported.notes)]
-        document, base = imported.document, config.cluster.parent
+        document, base = imported.document, cluster.folder
     document = move_demand_csvs(document, base)  # the cycle's copy reads the same series
     try:
         spec = parse_spec(document)
         demands = read_demand_csv(spec, base)
         try:
             return document, compile_instance(spec, demands)
-        except InstanceError as exc:
-            if not all(_BESIDE in p for p in exc.problems):
-                raise
+        except InstanceError:
+            pass  # demand that the free GPUs cannot hold is planned with what fits (`capped`),
+            # which raises any other problem again
         instance, short = capped(document, demands)
         lines += [f"warning: {line}" for line in short]
         return document, instance
@@ -239,13 +246,12 @@ def _state(
 
 
 def _import(
-    config: RunConfig, cluster_file: Path, payloads: dict[str, str], now: datetime | None
+    config: RunConfig, cluster: ClusterFile, payloads: dict[str, str], now: datetime | None
 ) -> Imported:
     """The queue imported around the cluster file. The services are put in after the import:
     their demand is the cycle's to fit beside the running jobs (`shortfall`), not a reason to
     refuse the state."""
     try:
-        cluster = read_cluster(cluster_file)
         jobs_only = cluster.model_copy(update={"services": []})
         queue = _parsed(payloads["queue"], "queue")
         if config.scheduler == "slurm":
@@ -325,7 +331,13 @@ def _previous(folder: StateFolder, instance: Instance, lines: list[str]) -> Plan
 # -- actions ---------------------------------------------------------------------------------
 
 
-def _actions(config: RunConfig, instance: Instance, plan: Plan, folder: StateFolder) -> Actions:
+def _actions(
+    config: RunConfig,
+    cluster: ClusterFile | None,
+    instance: Instance,
+    plan: Plan,
+    folder: StateFolder,
+) -> Actions:
     text = folder.applied()
     try:
         applied = None if text is None else read_desired(text, str(folder.root / "applied.json"))
@@ -343,15 +355,15 @@ def _actions(config: RunConfig, instance: Instance, plan: Plan, folder: StateFol
             )
             return slurm_actions(instance, plan, options, applied)
         assert config.kueue is not None
-        return kueue_actions(instance, plan, _kueue_options(config), applied)
+        return kueue_actions(instance, plan, _kueue_options(config, cluster), applied)
     except InputError as exc:
         raise CycleFailed("actions", exc.problems) from None
 
 
-def _kueue_options(config: RunConfig) -> KueueOptions:
+def _kueue_options(config: RunConfig, cluster: ClusterFile | None) -> KueueOptions:
     k = config.kueue
     assert k is not None
-    pools = [] if config.cluster is None else read_cluster(config.cluster).pools
+    pools = [] if cluster is None else cluster.pools
     obj = _parsed(
         _read(k.cluster_queue_object, "cluster_queue_object", config.command_timeout),
         "cluster_queue_object",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
+from horizon_opt.actions.core import is_running
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
 
@@ -63,9 +64,7 @@ def plan_metrics(instance: Instance, plan: Plan, actions: Mapping[str, int]) -> 
         "plan_utilization_ratio", "Planned utilization (FORMAT.md).", [({}, m.utilization)]
     )
     text += _family("solve_seconds", "Wall time of the last plan.", [({}, plan.wall_seconds)])
-    running = sum(
-        1 for j in instance.jobs if j.placed is not None and j.placed.start < instance.now
-    )
+    running = sum(is_running(instance, j) for j in instance.jobs)
     planned = len(plan.assignments) - running
     text += _family(
         "jobs",
