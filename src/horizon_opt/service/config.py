@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -74,11 +77,31 @@ def _minutes(value: str) -> float | None:
     return 0.0 if value.strip() == "0" else duration_minutes(value)
 
 
-def _duration(value: str, positive: bool = True) -> str:
+def whole_minutes(value: str) -> int:
+    """A checked duration in whole minutes, rounded up (a cadence of 0.5m is 1 minute, not 0)."""
     minutes = _minutes(value)
-    if minutes is None or minutes < 0 or (minutes == 0 and positive):
-        raise ValueError(f"not a duration: {value!r} (e.g. 15m, 2h)")
-    return value
+    assert minutes is not None  # checked when read
+    return math.ceil(minutes - 1e-9)
+
+
+def _zero(value: object) -> object:
+    """`freeze: 0` as YAML writes it: the number 0 is the duration 0."""
+    return "0" if value == 0 and not isinstance(value, bool) else value
+
+
+def _checked(positive: bool) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        minutes = _minutes(value)
+        if minutes is None or minutes < 0 or (minutes == 0 and positive):
+            raise ValueError(f"not a duration: {value!r} (e.g. 15m, 2h)")
+        return value
+
+    return check
+
+
+# A duration with a unit (`15m`, `2h`, `1d`), or 0 where zero means none.
+Duration = Annotated[str, BeforeValidator(_zero), AfterValidator(_checked(positive=False))]
+PositiveDuration = Annotated[str, BeforeValidator(_zero), AfterValidator(_checked(positive=True))]
 
 
 class SlurmSettings(_Model):
@@ -89,7 +112,9 @@ class SlurmSettings(_Model):
         default_factory=list, description="Accounts= of the inference reservations."
     )
     reservation_prefix: str = Field(default="hopt", pattern=r"^[A-Za-z0-9_-]+$")
-    lookahead: str = Field(default="24h", description="How far ahead reservations are made.")
+    lookahead: PositiveDuration = Field(
+        default="24h", description="How far ahead reservations are made."
+    )
     time_zone: str = Field(
         default="UTC", description="The zone times are written in (scontrol runs with TZ set)."
     )
@@ -103,14 +128,9 @@ class SlurmSettings(_Model):
         description="gpu: reserve GPUs (TRESPerNode, Slurm 23.11+); node: whole nodes.",
     )
 
-    @field_validator("lookahead")
-    @classmethod
-    def _lookahead(cls, value: str) -> str:
-        return _duration(value)
-
     @property
     def lookahead_minutes(self) -> int:
-        return int(_minutes(self.lookahead) or 0)
+        return whole_minutes(self.lookahead)
 
 
 class KueueSettings(_Model):
@@ -120,7 +140,7 @@ class KueueSettings(_Model):
         "(the quota patch names its place in the object)."
     )
     resource: str = Field(default="nvidia.com/gpu")
-    quota_window: str = Field(
+    quota_window: Duration = Field(
         default="4h",
         description="The quota leaves room for inference's peak over this long from now: a "
         "workload Kueue admits now runs on beside it (0: now only, enough with holds).",
@@ -131,19 +151,9 @@ class KueueSettings(_Model):
         "default: the batch quota only (docs/operating.md says why).",
     )
 
-    @field_validator("quota_window", mode="before")
-    @classmethod
-    def _window_zero(cls, value: object) -> object:
-        return "0" if value == 0 and not isinstance(value, bool) else value
-
-    @field_validator("quota_window")
-    @classmethod
-    def _window(cls, value: str) -> str:
-        return _duration(value, positive=False)
-
     @property
     def quota_window_minutes(self) -> int:
-        return int(_minutes(self.quota_window) or 0)
+        return whole_minutes(self.quota_window)
 
 
 class RunConfig(_Model):
@@ -152,34 +162,18 @@ class RunConfig(_Model):
     queue: Source
     history: Source | None = None
     state: Path = Path("state")
-    every: str = "15m"
+    every: PositiveDuration = "15m"
     solver: str = "cpsat"
     time_limit: float = Field(default=30.0, gt=0, le=86_400, allow_inf_nan=False)
     workers: int = Field(default=2, ge=1, le=64)
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
-    freeze: str = "1h"
+    freeze: Duration = "1h"
     stability: float = Field(default=0.0, ge=0, le=MAX_STABILITY, allow_inf_nan=False)
     keep: int = Field(default=20, ge=1, le=10_000)
-    default_duration: str = "4h"
+    default_duration: PositiveDuration = "4h"
     command_timeout: float = Field(default=120.0, gt=0, le=3_600, allow_inf_nan=False)
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     kueue: KueueSettings | None = None
-
-    @field_validator("every", "freeze", "default_duration", mode="before")
-    @classmethod
-    def _zero(cls, value: object) -> object:
-        """`freeze: 0` as YAML writes it: a number 0 is the duration 0."""
-        return "0" if value == 0 and not isinstance(value, bool) else value
-
-    @field_validator("every", "default_duration")
-    @classmethod
-    def _positive(cls, value: str) -> str:
-        return _duration(value)
-
-    @field_validator("freeze")
-    @classmethod
-    def _freeze(cls, value: str) -> str:
-        return _duration(value, positive=False)
 
     @field_validator("solver")
     @classmethod
@@ -199,9 +193,7 @@ class RunConfig(_Model):
         return self
 
     def minutes(self, field: Literal["every", "freeze", "default_duration"]) -> int:
-        minutes = _minutes(getattr(self, field))
-        assert minutes is not None  # checked when read
-        return math.ceil(minutes - 1e-9)
+        return whole_minutes(getattr(self, field))
 
 
 def read_config(path: str | os.PathLike[str]) -> RunConfig:
