@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Literal
 
 from horizon_opt.check import ensure_valid
@@ -122,27 +121,36 @@ class _Explainer:
         self.causes = self.diagnosis.causes(unplanned + late)
         self.values = sorted({self.diagnosis.worth(p.job) for p in self.placements})
         self._grids: dict[float, CapacityGrid] = {}
+        self._order = topological_order(self.inst)
+        self._alone_end: dict[int, int | None] = {}  # a job's earliest end alone (chain_start)
 
-    @cached_property
-    def chain(self) -> list[int | None]:
-        """Per job, the earliest start its predecessors allow when each runs alone on the
-        cluster as early as it can (after their own predecessors): their windows must exist,
-        not just their shortest run times. None when a predecessor never fits."""
+    def chain_start(self, j: int) -> int | None:
+        """The earliest start that job j's predecessors allow when each runs alone on the
+        cluster as early as it can (after their own): their windows must exist, not just their
+        shortest run times. None when a predecessor never fits. Only j's ancestors are searched,
+        each once per explainer."""
         inst, alone = self.inst, self.diagnosis.alone
-        out: list[int | None] = list(self.diagnosis.est)
-        ends: dict[int, int | None] = {}
-        for j in topological_order(inst):
-            job = inst.jobs[j]
-            pred_ends = [ends[p] for p in job.after]
-            start = out[j]
-            if start is None or any(e is None for e in pred_ends):
-                out[j] = ends[j] = None
-                continue
-            start = max([start, *(e for e in pred_ends if e is not None)])
-            out[j] = start
-            fit = alone.earliest_end(job, start, inst.slots)
-            ends[j] = None if fit is None else fit.start + job.durations[fit.pool]
-        return out
+        needed: set[int] = set()
+        stack = list(inst.jobs[j].after)
+        while stack:
+            q = stack.pop()
+            if q not in needed and q not in self._alone_end:
+                needed.add(q)
+                stack.extend(inst.jobs[q].after)
+        for k in self._order:
+            if k in needed:
+                start = self._ready_alone(k)
+                fit = None if start is None else alone.earliest_end(inst.jobs[k], start, inst.slots)
+                self._alone_end[k] = (
+                    None if fit is None else fit.start + inst.jobs[k].durations[fit.pool]
+                )
+        return self._ready_alone(j)
+
+    def _ready_alone(self, j: int) -> int | None:
+        ends = [self._alone_end[p] for p in self.inst.jobs[j].after]
+        if any(e is None for e in ends):
+            return None
+        return max([self.diagnosis.est[j], *(e for e in ends if e is not None)])
 
     def _ancestors(self, j: int) -> set[int]:
         """The planned jobs that j runs after, transitively: they stay wherever j goes."""
@@ -244,7 +252,7 @@ class _Explainer:
             )
         j = self.inst.job_index[job_id]
         job, S = self.inst.jobs[j], self.inst.slots
-        start = self.chain[j]
+        start = self.chain_start(j)
         alone = None if start is None else self.diagnosis.alone.earliest_start(job, start, S)
         base["earliest_alone"] = None if alone is None else alone.start
         base["earliest_alone_pool"] = None if alone is None else self.inst.pools[alone.pool].name
