@@ -26,6 +26,7 @@ from horizon_opt.instance import (
     duration_minutes,
     gang_on,
     horizon_start,
+    required_replicas,
 )
 from horizon_opt.node_names import all_node_names
 from horizon_opt.packing import pack
@@ -214,7 +215,7 @@ class _Compiler:
                 continue
             if pool is None:
                 continue
-            req = np.ceil(demand * (1 + s.headroom) - 1e-9).astype(np.int64)
+            req = required_replicas(demand, s.headroom)
             demand.setflags(write=False)
             req.setflags(write=False)
             services.append(

@@ -225,6 +225,14 @@ class Instance:
         return self.start + timedelta(minutes=slot * self.slot_minutes)
 
 
+def required_replicas(demand: npt.ArrayLike, headroom: float) -> IntArray:
+    """FORMAT.md's `req` per slot: ceil(demand * (1 + headroom) - 1e-9)."""
+    out: IntArray = np.ceil(np.asarray(demand, dtype=np.float64) * (1 + headroom) - 1e-9).astype(
+        np.int64
+    )
+    return out
+
+
 def horizon_start(spec: InstanceSpec) -> datetime | None:
     """The time of slot 0; a start written without an offset is UTC, as in every time field."""
     start = spec.horizon.start

@@ -10,13 +10,12 @@ short.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Instance
+from horizon_opt.instance import Instance, required_replicas
 from horizon_opt.io import parse_spec
 from horizon_opt.packing import pack
 
@@ -31,13 +30,14 @@ def capped(document: dict[str, Any], demands: dict[int, list[float]]) -> tuple[I
         for i, s in enumerate(spec.services)
     }
     probe = compile_instance(spec, {i: [0.0] * len(v) for i, v in series.items()})
+    req = {i: required_replicas(v, spec.services[i].headroom) for i, v in series.items()}
     cuts: list[tuple[str, int, int]] = []  # (service, slot, replicas short)
     for pool in probe.pools:
         members = [s for s in probe.services if s.pool == pool.index]
         rows = slice(pool.first_node, pool.first_node + pool.nodes)
         free_all = probe.up[rows].astype(np.int64) * pool.gpus_per_node - probe.placed_gpus[rows]
         for t in range(probe.slots):
-            wanted = [(s.gpus_per_replica, _req(series[s.index][t], s.headroom)) for s in members]
+            wanted = [(s.gpus_per_replica, int(req[s.index][t])) for s in members]
             placed, _ = pack(free_all[:, t], wanted)
             for k, s in enumerate(members):
                 fits = int(placed[k].sum())
@@ -51,10 +51,6 @@ def _inline(demand: object) -> list[float]:
     """A service's inline demand series (a CSV one is in `demands`)."""
     assert isinstance(demand, list)
     return [float(x) for x in demand]
-
-
-def _req(demand: float, headroom: float) -> int:
-    return math.ceil(demand * (1 + headroom) - 1e-9)
 
 
 def _summary(cuts: list[tuple[str, int, int]]) -> list[str]:
