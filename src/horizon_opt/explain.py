@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Literal
 
 from horizon_opt.check import ensure_valid
 from horizon_opt.errors import InputError
-from horizon_opt.inference import plan_layout
-from horizon_opt.instance import Instance, topological_order
+from horizon_opt.inference import elastic_layout, plan_layout
+from horizon_opt.instance import Instance, IntArray, topological_order
 from horizon_opt.plan import Plan
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.diagnosis import Diagnosis
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
+from horizon_opt.solvers.listsched import earliest_end
 from horizon_opt.solvers.residual import residual_instance
 
 Status = Literal["on-time", "late", "not-planned", "running", "reserved"]
@@ -46,15 +48,16 @@ class JobExplanation:
     """One job's answer. Slots are the instance's; `*_time` are ISO times when it has a start.
 
     `earliest_alone`: its earliest start alone on the cluster (after its release, `now`, and its
-    predecessors' earliest ends, each alone on the cluster too), None when it or a predecessor
-    never fits. For a late or unplanned job, `code` and `reason`
-    say what binds; `insert_at` is the earliest start (ending in time, after its planned
-    predecessors) at which it fits by moving only work worth less than it (`insert_moves`);
-    `priority_needed` is the priority above which it would outrank every job in the way at its
-    best window (`window_start` on `window_pool`), or None with `no_priority` saying why none is
-    enough. Outranking is by value (priority x work), a job in the way counting with what runs
-    after it (`Diagnosis.worth`): what cpsat maximizes. Solvers that order by priority or arrival
-    alone (greedy, fifo) may still leave the job out.
+    predecessors' earliest ends, each alone on the cluster too; predecessors that would share a
+    pool at once are placed together), None when it or a predecessor never fits. For a late or
+    unplanned job, `code` and `reason` say what binds; `insert_at` is the earliest start (ending
+    in time, after its planned predecessors) at which it fits by moving only work worth less
+    than it (`insert_moves`); `priority_needed` is the priority above which it would outrank
+    every job in the way at its best window (`window_start` on `window_pool`), or None with
+    `no_priority` saying why none is enough (for a job waiting on its predecessors: what must
+    happen first, or why nothing can). Outranking is by value (priority x work), a job in the
+    way counting with what runs after it (`Diagnosis.worth`): what cpsat maximizes. Solvers that
+    order by priority or arrival alone (greedy, fifo) may still leave the job out.
     """
 
     job: str
@@ -122,35 +125,83 @@ class _Explainer:
         self.values = sorted({self.diagnosis.worth(p.job) for p in self.placements})
         self._grids: dict[float, CapacityGrid] = {}
         self._order = topological_order(self.inst)
-        self._alone_end: dict[int, int | None] = {}  # a job's earliest end alone (chain_start)
+        self._alone_fit: dict[int, Fit | None] = {}  # a job's earliest-ending window alone
+        self._chain: dict[int, int | None] = {}  # chain_start's answers
+        self._elastic: IntArray | None = None  # the elastic reservation's free GPUs
 
     def chain_start(self, j: int) -> int | None:
         """The earliest start that job j's predecessors allow when each runs alone on the
         cluster as early as it can (after their own): their windows must exist, not just their
         shortest run times. None when a predecessor never fits. Only j's ancestors are searched,
-        each once per explainer."""
+        each once per explainer. Ancestors that would share a pool at the same time may not fit
+        together: then they are placed together (`_joint_start`), a start that a plan reaches."""
+        if j not in self._chain:
+            self._chain[j] = self._chain_start(j)
+        return self._chain[j]
+
+    def _chain_start(self, j: int) -> int | None:
         inst, alone = self.inst, self.diagnosis.alone
-        needed: set[int] = set()
-        stack = list(inst.jobs[j].after)
-        while stack:
-            q = stack.pop()
-            if q not in needed and q not in self._alone_end:
-                needed.add(q)
-                stack.extend(inst.jobs[q].after)
+        ancestors = self._all_ancestors(j)
         for k in self._order:
-            if k in needed:
+            if k in ancestors and k not in self._alone_fit:
                 start = self._ready_alone(k)
                 fit = None if start is None else alone.earliest_end(inst.jobs[k], start, inst.slots)
-                self._alone_end[k] = (
-                    None if fit is None else fit.start + inst.jobs[k].durations[fit.pool]
-                )
-        return self._ready_alone(j)
+                self._alone_fit[k] = fit
+        start = self._ready_alone(j)
+        spans = [
+            (f.pool, f.start, f.start + inst.jobs[k].durations[f.pool])
+            for k in ancestors
+            if (f := self._alone_fit[k]) is not None
+        ]
+        if start is None or not _overlap(spans):
+            return start
+        joint = self._joint_start(j, ancestors)
+        return start if joint is None else max(start, joint)
+
+    def _all_ancestors(self, j: int) -> set[int]:
+        """Every job that j runs after, transitively."""
+        found: set[int] = set()
+        stack = list(self.inst.jobs[j].after)
+        while stack:
+            q = stack.pop()
+            if q not in found:
+                found.add(q)
+                stack.extend(self.inst.jobs[q].after)
+        return found
 
     def _ready_alone(self, j: int) -> int | None:
-        ends = [self._alone_end[p] for p in self.inst.jobs[j].after]
+        fits = [self._alone_fit[p] for p in self.inst.jobs[j].after]
+        ends = [
+            None if f is None else f.start + self.inst.jobs[p].durations[f.pool]
+            for p, f in zip(self.inst.jobs[j].after, fits, strict=True)
+        ]
         if any(e is None for e in ends):
             return None
         return max([self.diagnosis.est[j], *(e for e in ends if e is not None)])
+
+    def _joint_start(self, j: int, ancestors: set[int]) -> int | None:
+        """Job j's earliest start after its ancestors placed one by one (each ending as early as
+        it can beside those placed before it, and the elastic reservation): a start that a plan
+        of these jobs alone reaches, though another order or layout may reach an earlier one.
+        None when one of them finds no window there."""
+        inst = self.inst
+        if self._elastic is None:
+            self._elastic = elastic_layout(inst).free
+        grid = CapacityGrid(inst, self._elastic.copy())
+        ends: dict[int, int] = {}
+
+        def ready(k: int) -> int:
+            return max([self.diagnosis.est[k], *(ends[p] for p in inst.jobs[k].after)])
+
+        for k in self._order:
+            if k in ancestors:
+                job = inst.jobs[k]
+                fit = earliest_end(grid, job, ready(k), inst.slots)
+                if fit is None:
+                    return None
+                grid.occupy(fit, job.gangs[fit.pool], job.durations[fit.pool])
+                ends[k] = fit.start + job.durations[fit.pool]
+        return ready(j)
 
     def _ancestors(self, j: int) -> set[int]:
         """The planned jobs that j runs after, transitively: they stay wherever j goes."""
@@ -267,10 +318,30 @@ class _Explainer:
             **self._what_it_takes(j, cause),
         )
 
+    def _chain_too_late(self, j: int) -> str | None:
+        """Why no priority is enough for a job that waits on its predecessors, when even they,
+        each alone on the cluster as early as it can, end too late for it (None otherwise)."""
+        job, S = self.inst.jobs[j], self.inst.slots
+        self.chain_start(j)
+        ready = self._ready_alone(j)  # a bound: no plan has them all ended sooner
+        if ready is None:
+            return (
+                "no priority is enough: a job it runs after never fits on the cluster, even alone"
+            )
+        latest = job.latest_end(S)
+        if self.diagnosis.alone.can_start(job, ready, latest):
+            return None
+        return (
+            f"no priority is enough: the jobs it runs after cannot all end before slot {ready}, "
+            f"even each alone on the cluster: too late for it to end by slot {latest}"
+        )
+
     def _what_it_takes(self, j: int, cause: Cause) -> dict[str, Any]:
         pools = self.inst.pools
         if cause.code in _NO_PRIORITY:
-            return {"no_priority": _NO_PRIORITY[cause.code]}
+            waits = cause.code in (Code.PREDECESSOR_UNPLANNED, Code.PREDECESSOR_LATE)
+            too_late = self._chain_too_late(j) if waits else None
+            return {"no_priority": too_late or _NO_PRIORITY[cause.code]}
         if cause.code == Code.ROOM_UNUSED:  # it fits as things stand: any priority will do
             assert cause.window is not None
             here = {"pool": pools[cause.window.pool].name, "start": cause.window.start}
@@ -305,6 +376,13 @@ class _Explainer:
             "window_pool": pools[fit.pool].name,
             "window_moves": self.moves(fit, j, threshold),
         }
+
+
+def _overlap(spans: list[tuple[int, int, int]]) -> bool:
+    """Whether two of the windows (pool, start, end) share a pool at some slot: then they may
+    not fit together, where each fits alone."""
+    spans = sorted(spans)
+    return any(p == q and s < e for (p, _, e), (q, s, _) in pairwise(spans))
 
 
 def _just_below(value: float) -> float:
