@@ -22,7 +22,7 @@ import re
 import pytest
 from conftest import Spec, build
 from test_causes import NO_POOL, deadline_data, predecessor_data, reserved_data, room_data
-from test_explain import assert_move_is_valid
+from test_explain import TROUGH, assert_move_is_valid
 
 import horizon_opt as ho
 from horizon_opt.check import check
@@ -89,11 +89,13 @@ RELAY: Spec = {
 RELAY_ALONE = {"pre": (0, "b"), "post": (4, "a"), "A": (3, "a"), "B": (3, "a"), "J": (7, "a")}
 
 
-def with_ancestors(data: Spec, job: str, pool: str, release: int, deadline: int) -> Spec:
-    """`data` with only `job` (on `pool`, released at `release`, ending by `deadline`) and the
-    jobs it runs after, transitively (as written, without deadlines: alone they need none)."""
+def with_ancestors(data: Spec, job: str, pool: str, d: int, release: int, deadline: int) -> Spec:
+    """`data` with only `job` (on `pool` for `d` slots, released at `release`, ending by
+    `deadline`) and the jobs it runs after, transitively (as written, without deadlines: alone
+    they need none)."""
     jobs = {j["id"]: copy.deepcopy(j) for j in data["jobs"]}
-    keep, stack = set(), [job]
+    keep: set[str] = set()
+    stack = [job]
     while stack:
         q = stack.pop()
         if q not in keep:
@@ -101,41 +103,44 @@ def with_ancestors(data: Spec, job: str, pool: str, release: int, deadline: int)
             stack.extend(jobs[q].get("after", []))
     for q in keep - {job}:
         jobs[q].pop("deadline", None)
-    one = jobs[job]
-    durations = one["duration"]
-    one["duration"] = {pool: durations[pool] if isinstance(durations, dict) else durations}
-    one.pop("pools", None)
-    one |= {"release": release, "deadline": deadline}
+    jobs[job].pop("pools", None)
+    jobs[job] |= {"duration": {pool: d}, "release": release, "deadline": deadline}
     out = {k: copy.deepcopy(v) for k, v in data.items() if k != "jobs"}
     out["jobs"] = [jobs[j["id"]] for j in data["jobs"] if j["id"] in keep]
     return out
 
 
 def assert_earliest_alone(data: Spec, r: JobExplanation) -> None:
-    """A plan of the job and its ancestors alone starts it at `earliest_alone`; none ends it
-    one slot sooner on any of its pools."""
-    spec = next(j for j in data["jobs"] if j["id"] == r.job)
-    durations = spec["duration"]
-    assert isinstance(durations, dict)  # the instances here name the pools
+    """A plan of the job and its ancestors alone starts it at `earliest_alone`; none starts it
+    sooner on any of its pools."""
+    inst = build(data)
+    job = inst.jobs[inst.job_index[r.job]]
+    durations = {inst.pools[p].name: d for p, d in job.durations.items()}
     ea, pool = r.earliest_alone, r.earliest_alone_pool
     assert ea is not None and pool is not None
-    at = with_ancestors(data, r.job, pool, ea, ea + durations[pool])
+    at = with_ancestors(data, r.job, pool, durations[pool], ea, ea + durations[pool])
     assert planned(solve(at, "cpsat"))[r.job] == (pool, ea)
-    release = spec.get("release", 0)
-    if ea == release:
+    if ea == job.release:
         return
     for p, d in durations.items():
         # Every job's value is positive, so an optimal plan runs the job whenever it can.
-        sooner = solve(with_ancestors(data, r.job, p, release, ea - 1 + d), "cpsat")
+        sooner = solve(with_ancestors(data, r.job, p, d, job.release, ea - 1 + d), "cpsat")
         assert sooner.status == "optimal", (r.job, p)
         assert r.job not in planned(sooner), (r.job, p)
 
 
-@pytest.mark.parametrize("job", list(RELAY_ALONE))
-def test_earliest_start_alone_is_reached_and_is_the_earliest(job: str) -> None:
-    _, _, r = record(RELAY, "greedy", job)
-    assert (r.earliest_alone, r.earliest_alone_pool) == RELAY_ALONE[job]
-    assert_earliest_alone(RELAY, r)
+ALONE_CASES = [(RELAY, job, where) for job, where in RELAY_ALONE.items()] + [
+    (TROUGH, "after", (3, "a")),  # test_explain: after small, beside inference
+]
+
+
+@pytest.mark.parametrize(("data", "job", "where"), ALONE_CASES)
+def test_earliest_start_alone_is_reached_and_is_the_earliest(
+    data: Spec, job: str, where: tuple[int, str]
+) -> None:
+    _, _, r = record(data, "greedy", job)
+    assert (r.earliest_alone, r.earliest_alone_pool) == where
+    assert_earliest_alone(data, r)
 
 
 # ---------------------------------------------------------------------------------------------
