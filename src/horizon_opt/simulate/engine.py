@@ -102,7 +102,8 @@ class _Replayer:
         self.told = instance
         if policy.knows_runtimes:
             self.told = compile_instance(told_spec(instance, world), demands)
-        self.runtimes = None if policy.predict is None else RunTimes(policy.predict)
+        learned = policy.predict if policy.expect is None else policy.expect
+        self.runtimes = None if learned is None else RunTimes(learned)
         self.predicted = Predicted(instance) if self.runtimes is not None else None
         self.believed: dict[int, int] = {}  # running job planned on a prediction -> planned end
         self.predict: set[int] = set()  # the jobs the last state planned on a prediction
@@ -159,7 +160,15 @@ class _Replayer:
         running ones placed where they run."""
         running = {j: Running(run.pool, run.start, run.gpus) for j, run in self.running.items()}
         told = self.told
-        if self.runtimes is not None and self.predicted is not None:
+        if self.policy.expect is not None and self.runtimes is not None:
+            assert self.predicted is not None
+            running = {
+                j: Running(r.pool, r.start, r.gpus, self.expected_end(j, t))
+                for j, r in running.items()
+            }
+            every = range(len(self.inst.jobs))
+            told = self.predicted.told(self.runtimes, running, every, discount=False)
+        elif self.runtimes is not None and self.predicted is not None:
             running = {
                 j: Running(r.pool, r.start, r.gpus, self.believed_end(j, t))
                 for j, r in running.items()
@@ -178,7 +187,7 @@ class _Replayer:
     def decide(self, t: int, due: bool) -> None:
         started = time.perf_counter()
         state = self.state(t)
-        full = due or self.plan is None or self.policy.online
+        full = due or self.plan is None or self.policy.online or self.policy.at_events
         if not full:  # between re-plans: hold every promise, place the rest into the gaps
             assert self.plan is not None
             fill = replan(
@@ -327,6 +336,17 @@ class _Replayer:
         if j not in self.believed:
             return None  # planned on its limit: its estimate, where Slurm kills it
         return max(self.believed[j], t + 1)
+
+    def expected_end(self, j: int, t: int) -> int:
+        """The end an `-expect` planner sees for running job `j` at `t`: what the ended runs
+        that lasted as long ran in all, at least the next slot, at most its limit or the first
+        outage on its nodes (where it would be stopped)."""
+        assert self.runtimes is not None
+        run = self.running[j]
+        limit = self.inst.jobs[j].durations[run.pool]
+        share = self.runtimes.ratio_after((t - run.start) / limit)
+        end = run.start + max(1, math.ceil(share * limit - 1e-9))
+        return min(max(end, t + 1), run.start + limit, self.down_from(run, t))
 
     def overrunning(self, j: int, t: int) -> bool:
         return j in self.believed and self.believed[j] <= t

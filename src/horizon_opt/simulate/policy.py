@@ -16,9 +16,17 @@ both, the top rung. The rungs measure what foresight is worth; none is told the 
 
 A re-planning policy may carry its own cadence: `cpsat@30m/0` re-plans every 30 minutes and holds
 no promised start (`@EVERY/FREEZE`, durations), whatever `--replan-every` and `--freeze` say.
+`cpsat@event` re-plans at every event instead, as the online policies decide, each plan started
+from the one before it (`@event/FREEZE` holds the promised starts within FREEZE).
 
 `<solver>-predict` is told nothing more: it bets on the jobs whose limits cannot end in time, on
 run times learned from the runs that have ended so far (`simulate.runtimes`).
+
+`<solver>-expect` is told nothing more either: it plans every job on the run time learned from
+the runs ended so far, a running job on what the runs that lasted as long ran in all, as
+backfill with system-generated predictions does. A limit stays where a job is killed; a job
+that outlives its prediction keeps running and is predicted again, and the starts planned on
+its GPUs wait for it.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from horizon_opt.instance import duration_minutes
 from horizon_opt.simulate.runtimes import DEFAULT_QUANTILE
 from horizon_opt.solvers import SOLVERS
 
-SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle", "-predict")
+SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle", "-predict", "-expect")
 
 
 @dataclass(frozen=True)
@@ -45,11 +53,13 @@ class Policy:
     stability: float = 0.0  # the re-plans' stability weight (see `replan`)
     knows_runtimes: bool = False  # planners see each job's actual run time, not its estimate
     knows_arrivals: bool = False  # planners see every job of the horizon before its release
-    predict: float | None = None  # plan on this quantile of the run times seen so far
+    predict: float | None = None  # bet on this quantile of the run times seen so far
+    expect: float | None = None  # plan every job on this quantile of the run times seen so far
+    at_events: bool = False  # a full re-plan at every event (`@event`), none on a timer
 
     @property
     def online(self) -> bool:
-        return self.every is None and not self.open_loop
+        return self.every is None and not self.open_loop and not self.at_events
 
     def due(self, t: int) -> bool:
         """Whether a full plan is due at slot `t` (online policies plan at events instead)."""
@@ -70,8 +80,9 @@ def policy(
     optionally `@EVERY/FREEZE` (durations such as `30m/0m`, `2h/1h`): the policy's own cadence
     and freeze instead of `every` and `freeze` (slots). `slot_minutes` converts that cadence
     (None: it is only checked). `stability` applies to the re-plans of periodic policies,
-    `quantile` to `-predict`."""
+    `quantile` to `-predict` and `-expect`."""
     base, at, cadence = name.partition("@")
+    at_events = cadence.split("/")[0].strip() == "event"
     if at:
         every, freeze = _cadence(name, cadence, slot_minutes or 1)
     suffix = next((s for s in SUFFIXES if base.endswith(s)), "")
@@ -82,8 +93,9 @@ def policy(
                 f"--policy: unknown policy {name!r}; use a solver ({', '.join(SOLVERS)}), "
                 "optionally with -open (one plan knowing every arrival, executed as planned), "
                 "-runtimes (told the actual run times), -arrivals (told every arrival), "
-                "-oracle (both) or -predict (bets on the jobs limits leave out, on run times "
-                "learned from the runs ended so far), then, for a re-planning solver, "
+                "-oracle (both), -predict (bets on the jobs limits leave out, on run times "
+                "learned from the runs ended so far) or -expect (plans every job on those run "
+                "times), then, for a re-planning solver, "
                 "@EVERY/FREEZE (e.g. cpsat@30m/0m)"
             ]
         )
@@ -93,24 +105,29 @@ def policy(
     return Policy(
         name,
         solver,
-        None if online else every,
+        None if online or at_events else every,
         0 if online else freeze,
         stability=0.0 if online else stability,
         knows_runtimes=suffix in ("-runtimes", "-oracle"),
         knows_arrivals=suffix in ("-arrivals", "-oracle"),
         predict=quantile if suffix == "-predict" else None,
+        expect=quantile if suffix == "-expect" else None,
+        at_events=at_events,
     )
 
 
 def _cadence(name: str, text: str, slot_minutes: int) -> tuple[int, int]:
-    """(every, freeze) in slots from `EVERY/FREEZE`; a re-plan comes at least every slot."""
+    """(every, freeze) in slots from `EVERY/FREEZE` (`event[/FREEZE]`: every slot, at most, and
+    no freeze unless given); a re-plan comes at least every slot."""
     parts = text.split("/")
+    if parts[0].strip() == "event":
+        parts = ["0", parts[1] if len(parts) == 2 else "0", *parts[2:]]
     minutes = [0.0 if p.strip() == "0" else duration_minutes(p.strip()) for p in parts]
     if len(parts) != 2 or any(m is None or m < 0 for m in minutes):
         raise InputError(
             [
                 f"--policy: {name!r}: after @ give EVERY/FREEZE as durations, e.g. "
-                f"cpsat@30m/0m, got {text!r}"
+                f"cpsat@30m/0m, or event[/FREEZE], got {text!r}"
             ]
         )
     every, freeze = (math.ceil((m or 0) / slot_minutes - 1e-9) for m in minutes)

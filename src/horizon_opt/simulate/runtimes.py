@@ -54,6 +54,15 @@ class RunTimes:
             return 1.0
         return float(np.quantile(self.ratios, self.quantile))
 
+    def ratio_after(self, ran: float) -> float:
+        """The `quantile` of the ratios above `ran` (a share of the limit already run): what a
+        job still running at `ran` is predicted to run in all, 1.0 (its limit) when fewer than
+        `min_runs` ended runs ran that long."""
+        longer = [r for r in self.ratios if r > ran]
+        if len(longer) < self.min_runs:
+            return 1.0
+        return float(np.quantile(longer, self.quantile))
+
 
 class Predicted:
     """The instance a predicting policy plans on: the jobs it bets on with their predicted run
@@ -65,16 +74,22 @@ class Predicted:
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
         self.demand = {s.index: s.demand.astype(float).copy() for s in instance.services}
-        self.cache: tuple[tuple[float, frozenset[int]], Instance] | None = None
+        self.cache: tuple[tuple[float, float, frozenset[int]], Instance] | None = None
 
     def told(
-        self, runtimes: RunTimes, running: Mapping[int, Running], predict: Collection[int]
+        self,
+        runtimes: RunTimes,
+        running: Mapping[int, Running],
+        predict: Collection[int],
+        discount: bool = True,
     ) -> Instance:
         """The instance whose states the planner sees: the `predict` jobs on their predicted
-        run times, every other job on its limit, given the running jobs' believed ends."""
+        run times (with their priority discounted for the bet, if `discount`), every other job
+        on its limit, given the running jobs' believed ends."""
         trimmed = self.trim(running)
         ratio = runtimes.ratio()
-        key = (ratio, frozenset(predict))
+        share = runtimes.quantile if discount else 1.0
+        key = (ratio, share, frozenset(predict))
         if self.cache is not None and self.cache[0] == key and not trimmed:
             return self.cache[1]
         inst = self.instance
@@ -91,7 +106,7 @@ class Predicted:
                     "pools": None,
                     # it ends within its prediction with probability `quantile`: what it is
                     # worth to start, per GPU-hour, is its priority that much less
-                    "priority": spec.priority * runtimes.quantile,
+                    "priority": spec.priority * share,
                 }
             )
             for spec, job in zip(inst.spec.jobs, inst.jobs, strict=True)
