@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from horizon_opt import bench
 from horizon_opt.cli import app
 from horizon_opt.errors import InputError
 from horizon_opt.generate import generate_file
+from horizon_opt.solvers import SOLVERS
 
 FIELDS_WANTED = {
     "instance",
@@ -79,7 +81,8 @@ def test_smoke_bench_rows_agree_with_the_plans(smoke_suite: Path, tmp_path: Path
         header = next(csv.reader(fh))
     assert set(header) >= FIELDS_WANTED
     rows = bench.read_csv(out / "results.csv")
-    assert [(r["instance"], r["solver"]) for r in rows] == [
+    assert all(isinstance(r, bench.SolverRow) for r in rows)
+    assert [(r.instance, r.solver) for r in rows] == [
         (name, solver)
         for name in ("tiny", "mixed")
         for solver in ("fifo", "fifo-elastic", "greedy", "cpsat")
@@ -87,25 +90,27 @@ def test_smoke_bench_rows_agree_with_the_plans(smoke_suite: Path, tmp_path: Path
     instances = {"tiny": ho.load_instance(tmp_path / "inst" / "tiny.yaml")}
     instances["mixed"] = ho.load_instance(tmp_path / "inst" / "mixed.yaml")
     for row in rows:
-        inst = instances[row["instance"]]
-        plan_path = out / "plans" / f"{row['instance']}-{row['solver']}.json"
-        assert row["plan"] == str(plan_path)
+        assert isinstance(row, bench.SolverRow)
+        inst = instances[row.instance]
+        plan_path = out / "plans" / f"{row.instance}-{row.solver}.json"
+        assert row.plan == str(plan_path)
         plan = ho.Plan.read(plan_path)
         m = ho.evaluate(inst, plan)
-        assert (row["family"], row["size"], row["time_limit"]) == ("toy", "small", 2.0)
-        assert row["status"] == plan.status
-        assert row["valid"] == ("yes" if not ho.check(inst, plan) else "no") == "yes"
-        assert row["pwo"] == m.pwo
-        assert row["utilization"] == m.utilization
-        assert row["completed"] == m.completed
-        assert row["bound"] == plan.bound and row["gap"] == plan.gap
-        assert row["wall_seconds"] >= 0 and row["peak_mib"] > 0
-        if row["solver"] == "cpsat":
-            assert row["bound"] is not None and row["build_seconds"] is not None
-            progress = json.loads((out / "progress" / f"{row['instance']}-cpsat.json").read_text())
+        assert (row.family, row.size, row.time_limit) == ("toy", "small", 2.0)
+        assert row.status == plan.status
+        assert row.valid == ("yes" if not ho.check(inst, plan) else "no") == "yes"
+        assert row.pwo == m.pwo
+        assert row.utilization == m.utilization
+        assert row.completed == m.completed
+        assert row.bound == plan.bound and row.gap == plan.gap
+        assert row.wall_seconds is not None and row.wall_seconds >= 0
+        assert row.peak_mib is not None and row.peak_mib > 0
+        if row.solver == "cpsat":
+            assert row.bound is not None and row.build_seconds is not None
+            progress = json.loads((out / "progress" / f"{row.instance}-cpsat.json").read_text())
             assert progress["final"][1] == m.pwo
         else:
-            assert row["bound"] is None and row["status"] == "heuristic"
+            assert row.bound is None and row.status == "heuristic"
 
     summary = (out / "summary.md").read_text()
     assert "| toy | small | 2 |" in summary
@@ -116,14 +121,14 @@ def test_smoke_bench_rows_agree_with_the_plans(smoke_suite: Path, tmp_path: Path
         assert (out / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", chart
 
     # A rerun of one instance replaces its rows and keeps the others.
-    before = {(r["instance"], r["solver"]): r["pwo"] for r in rows}
+    before = {r.key: r.pwo for r in rows}
     rerun = CliRunner().invoke(
         app, ["bench", str(smoke_suite), "--out", str(out), "--only", "mixed", "--no-charts"]
     )
     assert rerun.exit_code == 0, rerun.output
     after = bench.read_csv(out / "results.csv")
-    assert {(r["instance"], r["solver"]): r["pwo"] for r in after} == before
-    assert [r["instance"] for r in after] == [r["instance"] for r in rows]
+    assert {r.key: r.pwo for r in after} == before
+    assert [r.instance for r in after] == [r.instance for r in rows]
     summary = (out / "summary.md").read_text()
 
     # The summary can be rewritten from the CSV alone.
@@ -200,45 +205,126 @@ def test_bad_suites_are_rejected_clearly(tmp_path: Path) -> None:
     assert "no file matches 'none-*.yaml'" in result.output
 
 
+def hand_row(instance: str, solver: str, util: float, pwo: float, **fields: Any) -> bench.SolverRow:
+    """A good row of a made-up run: a bounded solver (cpsat) with a 10% gap."""
+    bounded = SOLVERS[solver].reports_bound if solver in SOLVERS else False
+    values: dict[str, Any] = {
+        "instance": instance,
+        "family": "fam",
+        "size": "small",
+        "solver": solver,
+        "utilization": util,
+        "pwo": pwo,
+        "status": "feasible" if bounded else "heuristic",
+        "valid": "yes",
+        "gap": 0.1 if bounded else None,
+        "jobs": 1,
+        "slots": 1,
+        "nodes": 1,
+        "gpus": 1,
+        "time_limit": 1.0,
+        "wall_seconds": 1.0,
+        "workers": 1,
+    }
+    values.update(fields)
+    return bench.SolverRow(**values)
+
+
+HAND = [  # (instance, solver, utilization, pwo)
+    ("a", "fifo", 0.50, 100),
+    ("a", "fifo-elastic", 0.55, 110),
+    ("a", "greedy", 0.70, 200),
+    ("a", "cpsat", 0.80, 250),
+    ("b", "fifo", 0.40, 100),
+    ("b", "fifo-elastic", 0.40, 100),
+    ("b", "greedy", 0.60, 150),
+    ("b", "cpsat", 0.60, 180),
+]
+
+
 def test_summary_gains_and_ablation_by_hand() -> None:
     """Two instances; gains are per instance, then median / max."""
-
-    def row(instance: str, solver: str, util: float, pwo: float) -> dict[str, Any]:
-        r: dict[str, Any] = dict.fromkeys(bench.FIELDS)
-        r.update(
-            instance=instance,
-            family="fam",
-            size="small",
-            solver=solver,
-            utilization=util,
-            pwo=pwo,
-            status="heuristic" if solver != "cpsat" else "feasible",
-            valid="yes",
-            gap=0.1 if solver == "cpsat" else None,
-            jobs=1,
-            slots=1,
-            nodes=1,
-            time_limit=1.0,
-            wall_seconds=1.0,
-            workers=1,
-            error="",
-        )
-        return r
-
-    rows = [
-        row("a", "fifo", 0.50, 100),
-        row("a", "fifo-elastic", 0.55, 110),
-        row("a", "greedy", 0.70, 200),
-        row("a", "cpsat", 0.80, 250),
-        row("b", "fifo", 0.40, 100),
-        row("b", "fifo-elastic", 0.40, 100),
-        row("b", "greedy", 0.60, 150),
-        row("b", "cpsat", 0.60, 180),
-    ]
-    text = bench.summarize(rows)
+    text = bench.summarize([hand_row(*r) for r in HAND])
     # utilization pp: cpsat-fifo 30 and 20 -> median 25, max 30; greedy-fifo 20, 20; cpsat-greedy 10, 0
     assert "| fam | small | 2 | +25.0 / +30.0 | +20.0 / +20.0 | +5.0 / +10.0 |" in text
     # pwo %: cpsat/fifo 150, 80 -> 115 / 150; greedy/fifo 100, 50; cpsat/greedy 25, 20; gap 10%
     assert "| fam | small | 2 | +115 / +150 | +75 / +100 | +22 / +25 | 10.0 / 10.0 |" in text
     assert "| fam | fifo-elastic (per-slot reservation) | 2 | 47.5% | +2.5 | 1.05x | +5% |" in text
     assert "| fam | cpsat (optimization) | 2 | 70.0% | +5.0 | 2.15x | +22% |" in text
+
+
+def test_a_new_solver_is_treated_by_its_flags_not_its_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A solver registered with cpsat's flags under another name gets cpsat's columns, gap,
+    cost table and charts; one with fifo's flags (and fifo's own baseline flag cleared) becomes
+    the reference of every `vs` column."""
+    monkeypatch.setitem(SOLVERS, "oracle9", replace(SOLVERS["cpsat"], name="oracle9"))
+    renamed = {"cpsat": "oracle9"}
+    rows = [hand_row(i, renamed.get(s, s), u, p) for i, s, u, p in HAND]
+    text = bench.summarize(rows)
+    expected = bench.summarize([hand_row(*r) for r in HAND]).replace("cpsat", "oracle9")
+    assert text.split("## Gains")[1] == expected.split("## Gains")[1]
+    assert "| fam | small | 2 | +115 / +150 | +75 / +100 | +22 / +25 | 10.0 / 10.0 |" in text
+    assert "oracle9 vs fifo" in text and "oracle9 gap" in text and "## oracle9 cost by size" in text
+    charts = bench.write_charts(rows, tmp_path)
+    assert [c.name for c in charts] == ["by_family.png", "scaling.png"]
+
+    monkeypatch.setitem(SOLVERS, "fifo", replace(SOLVERS["fifo"], baseline=False))
+    monkeypatch.setitem(SOLVERS, "fcfs", replace(SOLVERS["fifo"], name="fcfs", baseline=True))
+    rows = [hand_row(i, {"fifo": "fcfs"}.get(s, s), u, p) for i, s, u, p in HAND]
+    text = bench.summarize(rows)
+    assert "## Gains over fcfs" in text and "| cpsat vs fcfs | greedy vs fcfs |" in text
+    assert "| fam | fcfs (static peak reservation, arrival order) | 2 | 45.0% |  | 1.00x |" in text
+
+
+def test_a_suite_names_its_own_baseline(tmp_path: Path) -> None:
+    """`baseline` in a suite file: the reference of the `vs` columns and the ablation's first
+    step; it must be a known solver."""
+    suite = write_yaml(
+        tmp_path / "suite.yaml",
+        {"baseline": "fifo-elastic", "instances": ["x.yaml"], "solvers": ["fifo", "greedy"]},
+    )
+    text = bench.summarize([hand_row(*r) for r in HAND], suite=bench.load_suite(suite))
+    assert "## Gains over fifo-elastic" in text
+    assert "| cpsat vs fifo-elastic | greedy vs fifo-elastic | cpsat vs greedy |" in text
+    assert "| fam | fifo-elastic (per-slot reservation) | 2 | 47.5% |  | 1.00x |  |" in text
+    write_yaml(suite, {"baseline": "magic", "instances": ["x.yaml"]})
+    with pytest.raises(InputError, match=r"baseline: unknown solver\(s\) \['magic'\]"):
+        bench.load_suite(suite)
+
+
+def test_rows_are_typed_and_the_csv_columns_unchanged(tmp_path: Path) -> None:
+    """results.csv keeps its columns, in order; a row reads back as the same typed row."""
+    assert [
+        *("instance", "family", "size", "seed", "jobs", "slots", "nodes", "gpus", "solver"),
+        *("time_limit", "workers", "status", "valid", "violations", "pwo", "utilization"),
+        *("completed", "scheduled", "reserved_idle_gpu_hours", "bound", "gap", "wall_seconds"),
+        *("build_seconds", "peak_mib", "plan", "error"),
+    ] == bench.FIELDS
+    rows = [hand_row(*r, seed=3, violations=0, plan="p.json") for r in HAND]
+    rows.append(bench.SolverRow(**{**vars(rows[0]), "status": "timeout", "valid": "", "pwo": None}))
+    bench.write_csv(rows, tmp_path / "results.csv")
+    with (tmp_path / "results.csv").open() as fh:
+        assert fh.readline().strip() == ",".join(bench.FIELDS)
+        assert fh.readline().strip().startswith("a,fam,small,3,1,1,1,1,fifo,1.0,1,heuristic,yes,0,")
+    again = bench.read_csv(tmp_path / "results.csv")
+    assert again == rows
+    assert not again[-1].ok and again[0].ok
+    with pytest.raises(FrozenInstanceError):
+        again[0].pwo = 1.0  # type: ignore[misc]
+
+
+def test_bench_writes_outside_the_committed_results_by_default(
+    tmp_path: Path, spec_of: Callable[[str], dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_yaml(tmp_path / "benchmarks" / "inst" / "tiny.yaml", spec_of("tiny"))
+    suite = write_yaml(
+        tmp_path / "benchmarks" / "mine.yaml",
+        {"solvers": ["fifo"], "instances": ["inst/tiny.yaml"]},
+    )
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["bench", str(suite), "--no-charts"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "bench-results" / "mine" / "results.csv").is_file()
+    assert not (tmp_path / "benchmarks" / "results").exists()

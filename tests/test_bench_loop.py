@@ -13,6 +13,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import ModuleType
@@ -89,6 +90,7 @@ def test_loop_suite_errors_name_the_field(
         freeze=-5,
         noise="early=2",
         top="cpsat",
+        base="greedy",
     )
     data = yaml.safe_load(suite.read_text())
     data["solvers"] = ["fifo"]
@@ -104,6 +106,7 @@ def test_loop_suite_errors_name_the_field(
     assert "loop.freeze: expected minutes (0 or more) or a duration" in text
     assert "loop.noise: early must be from 0 to 1, got 2.0" in text
     assert "loop.top: 'cpsat' is not one of loop.policies" in text
+    assert "loop.base: 'greedy' is not one of loop.policies" in text
 
     del data["solvers"]
     write_yaml(suite, data | {"loop": {"policies": ["fifo"], "seeds": "someday", "oops": 1}})
@@ -150,8 +153,8 @@ def test_tiny_loop_suite_runs_and_its_rows_agree_with_the_replays(
     assert code == 0, output
     assert "## The ladder: share of greedy-open's realized pwo" in output
 
-    rows = bench.read_csv(out / "results.csv")
-    assert [(r["instance"], r["world"], r["seed"], r["policy"]) for r in rows] == [
+    rows = [r for r in bench.read_csv(out / "results.csv") if isinstance(r, bench.LoopRow)]
+    assert [r.key for r in rows] == [
         (name, "synthetic", seed, p)
         for name in ("tiny", "mixed")
         for seed in (0, 1)
@@ -166,20 +169,21 @@ def test_tiny_loop_suite_runs_and_its_rows_agree_with_the_replays(
             policies = [policy(p, every, hold) for p in POLICIES]
             options = ho.SolveOptions(time_limit=1.0, workers=1, seed=0)
             replays = {r.policy: r for r in simulate(inst, policies, world, options)}
-            mine = [r for r in rows if r["instance"] == name and r["seed"] == seed]
+            mine = [r for r in rows if r.instance == name and r.seed == seed]
             for row in mine:
-                replay = replays[row["policy"]]
-                assert (row["family"], row["size"], row["status"], row["valid"]) == (
+                replay = replays[row.policy]
+                assert (row.family, row.size, row.status, row.valid) == (
                     "toy",
                     "small",
                     "replayed",
                     "yes",
                 )
-                assert row["realized_pwo"] == replay.realized_pwo
-                assert row["preemptions"] == replay.preemptions
-                assert row["slo_short_share"] == replay.slo_short_share
-                assert row["wall_seconds"] > 0 and row["peak_mib"] > 0
-            assert len({r["wall_seconds"] for r in mine}) == 1  # one run, all its policies
+                assert row.realized_pwo == replay.realized_pwo
+                assert row.preemptions == replay.preemptions
+                assert row.slo_short_share == replay.slo_short_share
+                assert row.wall_seconds is not None and row.wall_seconds > 0
+                assert row.peak_mib is not None and row.peak_mib > 0
+            assert len({r.wall_seconds for r in mine}) == 1  # one run, all its policies
 
     summary = (out / "summary.md").read_text()
     assert "| policy | toy / synthetic |" in summary
@@ -192,8 +196,8 @@ def test_tiny_loop_suite_runs_and_its_rows_agree_with_the_replays(
     # rewritten from the CSV alone.
     code, output = run_bench(suite, out, "--only", "mixed", "--no-charts")
     assert code == 0, output
-    again = bench.read_csv(out / "results.csv")
-    assert [r["realized_pwo"] for r in again] == [r["realized_pwo"] for r in rows]
+    again = [r for r in bench.read_csv(out / "results.csv") if isinstance(r, bench.LoopRow)]
+    assert [r.realized_pwo for r in again] == [r.realized_pwo for r in rows]
     (out / "summary.md").unlink()
     code, output = run_bench(suite, out, "--summary-only", "--no-charts")
     assert code == 0, output
@@ -220,15 +224,15 @@ def test_a_failed_loop_run_marks_every_policy_row(
     out = tmp_path / "out"
     code, output = run_bench(suite, out, "--only", "tiny", "--no-charts")
     assert code == 1, output
-    rows = bench.read_csv(out / "results.csv")
-    assert [(r["seed"], r["policy"]) for r in rows] == [(s, p) for s in (0, 1) for p in POLICIES]
+    rows = [r for r in bench.read_csv(out / "results.csv") if isinstance(r, bench.LoopRow)]
+    assert [(r.seed, r.policy) for r in rows] == [(s, p) for s in (0, 1) for p in POLICIES]
     failures = {
         0: ("timeout", "killed after 5 s (time guard)"),
         1: ("crashed", "worker exited with code -9 (killed: memory?)"),
     }
     for row in rows:
-        assert (row["status"], row["error"]) == failures[row["seed"]]
-        assert row["valid"] == "" and row["realized_pwo"] is None
+        assert (row.status, row.error) == failures[row.seed]
+        assert row.valid == "" and row.realized_pwo is None
     summary = (out / "summary.md").read_text()
     for seed, (status, error) in failures.items():
         line = f"| tiny | synthetic | {seed} | {status} | - | {error} |"
@@ -242,9 +246,8 @@ def test_loop_summary_by_hand() -> None:
     """Three runs of family fam in world synthetic; the top rung is cpsat-oracle. Ratios are per
     run, then the median; the failed run (seed 2's cpsat) leaves out that run's cpsat only."""
 
-    def row(seed: int, name: str, pwo: float, status: str = "replayed") -> dict[str, Any]:
-        r: dict[str, Any] = dict.fromkeys(bench.LOOP_FIELDS)
-        r.update(
+    def row(seed: int, name: str, pwo: float, status: str = "replayed") -> bench.LoopRow:
+        return bench.LoopRow(
             instance=f"fam-medium-s{seed}",
             family="fam",
             size="medium",
@@ -262,8 +265,11 @@ def test_loop_summary_by_hand() -> None:
             solver_seconds=2.0 * seed,
             max_solver_seconds=1.0 + seed,
             error="" if status == "replayed" else "boom",
+            jobs=1,
+            slots=1,
+            nodes=1,
+            gpus=1,
         )
-        return r
 
     rows = [
         row(0, "backfill", 75),
@@ -294,6 +300,37 @@ def test_loop_summary_by_hand() -> None:
     assert shares[("fam", "synthetic")]["cpsat-oracle"] == pytest.approx(100 / 75)
 
 
+def test_loop_base_is_the_suites_choice_else_the_registrys_flag(
+    tmp_path: Path, spec_of: Callable[[str], dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`loop.base` names the policy of the `vs` column; without it, the solver the registry
+    flags `loop_baseline` (backfill), whatever its name."""
+    pwo = dict(zip(POLICIES, (100.0, 200.0, 300.0, 400.0), strict=True))
+    rows = [
+        bench.LoopRow(
+            **dict.fromkeys(("instance", "family", "size", "world"), "x"),
+            **dict.fromkeys(("jobs", "slots", "nodes", "gpus", "seed", "workers"), 1),
+            policy=p,
+            time_limit=1.0,
+            status="replayed",
+            valid="yes",
+            realized_pwo=value,
+            max_solver_seconds=0.0,
+        )
+        for p, value in pwo.items()
+    ]
+    chosen = bench.load_suite(loop_suite(tmp_path, spec_of, base="greedy"))
+    text = bench.summarize_loop(rows, suite=chosen)
+    assert "| realized pwo | vs greedy |" in text
+    assert "| x | x | backfill | 1 | 200 | -33.3% |" in text
+    assert "| realized pwo | vs backfill |" in bench.summarize_loop(rows)
+    monkeypatch.setitem(
+        ho.SOLVERS, "backfill", replace(ho.SOLVERS["backfill"], loop_baseline=False)
+    )
+    monkeypatch.setitem(ho.SOLVERS, "fifo", replace(ho.SOLVERS["fifo"], loop_baseline=True))
+    assert "| x | x | backfill | 1 | 200 | +100.0% |" in bench.summarize_loop(rows)
+
+
 # -- the Ray engine --------------------------------------------------------------------------------
 
 
@@ -316,7 +353,7 @@ def test_ray_engine_gives_the_local_loop_rows(
         code, output = run_bench(suite, out, "--engine", engine, "--no-charts")
         assert code == 0, output
         rows = bench.read_csv(out / "results.csv")
-        runs[engine] = [{k: v for k, v in r.items() if k not in TIMINGS} for r in rows]
+        assert all(r.ok for r in rows)
+        runs[engine] = [{k: v for k, v in vars(r).items() if k not in TIMINGS} for r in rows]
     assert runs["ray"] == runs["local"]
     assert len(runs["ray"]) == 2 * len(POLICIES)
-    assert all(bench.ok(r) for r in runs["ray"])

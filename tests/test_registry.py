@@ -1,5 +1,5 @@
 """The solver registry: one entry per solver, whose flags (not its name) decide how `compare`,
-`bench` and the CLI treat it."""
+`bench` and the CLI treat it (test_bench.py registers a solver under a new name)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ from horizon_opt.plan import Plan
 from horizon_opt.solvers import SOLVERS, SolveOptions, Solver
 from horizon_opt.solvers.options import default_workers
 
-KNOWN_FLAGS = {  # name: (anytime, takes_hint, reports_bound, online)
-    "fifo": (False, False, False, True),
-    "fifo-elastic": (False, False, False, True),
-    "backfill": (False, False, False, True),
-    "backfill-static": (False, False, False, True),
-    "backfill-value": (False, False, False, True),
-    "greedy": (False, False, False, False),
-    "cpsat": (True, True, True, False),
+KNOWN_FLAGS = {  # name: anytime, takes_hint, reports_bound, online, optimizing, and the baselines
+    "fifo": (False, False, False, True, False, True, False),
+    "fifo-elastic": (False, False, False, True, False, False, False),
+    "backfill": (False, False, False, True, False, False, True),
+    "backfill-static": (False, False, False, True, False, False, False),
+    "backfill-value": (False, False, False, True, False, False, False),
+    "greedy": (False, False, False, False, False, False, False),
+    "cpsat": (True, True, True, False, True, False, False),
 }
 
 
@@ -35,10 +35,22 @@ def test_every_entry_and_its_flags() -> None:
         assert solver.name == name
         assert callable(solver.run)
         assert solver.description and "\n" not in solver.description
-        flags = (solver.anytime, solver.takes_hint, solver.reports_bound, solver.online)
+        flags = (
+            solver.anytime,
+            solver.takes_hint,
+            solver.reports_bound,
+            solver.online,
+            solver.optimizing,
+            solver.baseline,
+            solver.loop_baseline,
+        )
         assert all(isinstance(flag, bool) for flag in flags)
         assert flags == KNOWN_FLAGS.get(name, flags)
+        assert solver.periodic is not solver.online
+        assert "\n" not in solver.method
     assert set(KNOWN_FLAGS) <= set(SOLVERS)
+    for flag in ("baseline", "loop_baseline"):  # the reference of a comparison is one solver
+        assert sum(getattr(s, flag) for s in SOLVERS.values()) == 1, flag
     assert ho.SOLVERS is SOLVERS
 
 

@@ -2,12 +2,23 @@
 raw rows in results.csv, a markdown summary and charts; or, for a closed-loop suite, every
 (instance, world kind, world seed) with all its policies replayed in one guarded process. The
 suite format: docs/bench.md. Runs happen in a local process pool (pool.py) or on Ray
-(ray_engine.py, imported on use)."""
+(ray_engine.py, imported on use). Rows are typed (SolverRow, LoopRow); which solver plays which
+part in a summary comes from the registry's flags (roles.py)."""
 
 from horizon_opt.bench.charts import write_charts, write_loop_chart
 from horizon_opt.bench.loop_summary import summarize_loop
 from horizon_opt.bench.pool import run_tasks
-from horizon_opt.bench.rows import FIELDS, LOOP_FIELDS, Row, ok, read_csv, write_csv
+from horizon_opt.bench.rows import (
+    FIELDS,
+    LOOP_FIELDS,
+    LoopRow,
+    Report,
+    Row,
+    SolverRow,
+    ok,
+    read_csv,
+    write_csv,
+)
 from horizon_opt.bench.runner import (
     ENGINES,
     BenchResult,
@@ -38,9 +49,12 @@ __all__ = [
     "BenchInstance",
     "BenchResult",
     "Interrupted",
+    "LoopRow",
     "LoopSpec",
     "LoopTask",
+    "Report",
     "Row",
+    "SolverRow",
     "Suite",
     "Task",
     "check_engine",

@@ -1,5 +1,6 @@
 """summary.md of a closed-loop suite: what each policy realized per family and world, against
-backfill and against the top rung of the ladder, and the ladder itself.
+the base policy (the suite's `loop.base`, else the registry's loop baseline) and against the top
+rung of the ladder, and the ladder itself.
 
 Every figure is a median over the runs of a family and world kind (its instances and world
 seeds); a ratio is taken per run first (both policies replayed in the same drawn world), then
@@ -8,31 +9,30 @@ its median. Failed runs are left out (see Failures)."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from horizon_opt.bench.rows import Row, ok
+from horizon_opt.bench import roles
+from horizon_opt.bench.rows import LoopRow
 from horizon_opt.bench.suite import Suite
-from horizon_opt.bench.summary import failures, machine
+from horizon_opt.bench.summary import failures, figure, machine
 from horizon_opt.comparison_table import markdown_table
 
-BASE = "backfill"  # the online baseline "vs backfill" compares with
-
-Run = dict[str, Row]  # one closed-loop run's good rows, by policy
+Run = dict[str, LoopRow]  # one closed-loop run's good rows, by policy
 Group = tuple[str, str]  # (family, world kind)
 
 
-def runs_by_group(rows: Sequence[Row]) -> dict[Group, list[Run]]:
+def runs_by_group(rows: Sequence[LoopRow]) -> dict[Group, list[Run]]:
     """The good rows of each run, runs grouped by (family, world), in order of appearance."""
     runs: dict[tuple[str, str, int], Run] = {}
     groups: dict[Group, list[Run]] = {}
     for r in rows:
-        key = (str(r["instance"]), str(r["world"]), int(r["seed"]))
+        key = (r.instance, r.world, r.seed)
         if key not in runs:
             runs[key] = {}
-            groups.setdefault((str(r["family"]), str(r["world"])), []).append(runs[key])
-        if ok(r):
-            runs[key][str(r["policy"])] = r
+            groups.setdefault((r.family, r.world), []).append(runs[key])
+        if r.ok:
+            runs[key][r.policy] = r
     return groups
 
 
@@ -44,13 +44,13 @@ def ratios(runs: Sequence[Run], policy: str, base: str) -> list[float]:
     """Per run: the policy's realized pwo over the base's (runs where both replayed and the
     base realized something)."""
     return [
-        float(r[policy]["realized_pwo"]) / float(r[base]["realized_pwo"])
+        figure(r[policy].realized_pwo) / figure(r[base].realized_pwo)
         for r in runs
-        if policy in r and base in r and float(r[base]["realized_pwo"]) > 0
+        if policy in r and base in r and figure(r[base].realized_pwo) > 0
     ]
 
 
-def top_shares(rows: Sequence[Row], top: str) -> dict[Group, dict[str, float | None]]:
+def top_shares(rows: Sequence[LoopRow], top: str) -> dict[Group, dict[str, float | None]]:
     """Per (family, world) and policy: the median share of the top rung's realized pwo."""
     policies = policy_order(rows)
     return {
@@ -59,14 +59,14 @@ def top_shares(rows: Sequence[Row], top: str) -> dict[Group, dict[str, float | N
     }
 
 
-def policy_order(rows: Sequence[Row], suite: Suite | None = None) -> list[str]:
+def policy_order(rows: Sequence[LoopRow], suite: Suite | None = None) -> list[str]:
     """The ladder order: the suite's policies, else the order of appearance."""
     if suite is not None and suite.spec.loop is not None:
         return list(suite.spec.loop.policies)
-    return list(dict.fromkeys(str(r["policy"]) for r in rows))
+    return list(dict.fromkeys(r.policy for r in rows))
 
 
-def top_of(rows: Sequence[Row], suite: Suite | None = None) -> str:
+def top_of(rows: Sequence[LoopRow], suite: Suite | None = None) -> str:
     """The top rung: the suite's, else the last policy."""
     if suite is not None and suite.spec.loop is not None:
         return suite.spec.loop.top_rung
@@ -74,20 +74,29 @@ def top_of(rows: Sequence[Row], suite: Suite | None = None) -> str:
     return order[-1] if order else "-"
 
 
+def base_of(suite: Suite | None = None) -> str:
+    """The policy `vs` compares with: the suite's, else the registry's loop baseline."""
+    if suite is not None and suite.spec.loop is not None:
+        return suite.spec.loop.reference
+    return roles.loop_baseline()
+
+
 def _fmt(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> str:
     return "-" if value is None else f"{format(scale * value, spec)}{unit}"
 
 
-def _med(runs: Sequence[Run], policy: str, key: str) -> float | None:
+def _med(
+    runs: Sequence[Run], policy: str, value: Callable[[LoopRow], float | None]
+) -> float | None:
     """The median of a figure over the runs that have it (rows written before a figure existed
     leave it empty)."""
-    values = [r[policy].get(key) for r in runs if policy in r]
-    return median([float(v) for v in values if v is not None and v != ""])
+    values = [value(r[policy]) for r in runs if policy in r]
+    return median([float(v) for v in values if v is not None])
 
 
-def policy_table(rows: Sequence[Row], top: str, order: Sequence[str]) -> str:
-    """Per family, world and policy: medians of realized pwo, of the per-run ratios to backfill
-    and to the top rung, SLO shortfall, preemptions, GPU-hours lost, the error of starts
+def policy_table(rows: Sequence[LoopRow], top: str, order: Sequence[str], base: str) -> str:
+    """Per family, world and policy: medians of realized pwo, of the per-run ratios to the base
+    policy and to the top rung, SLO shortfall, preemptions, GPU-hours lost, the error of starts
     promised 2 h or more ahead, and plan time."""
     lines: list[list[str]] = []
     for (family, world), runs in runs_by_group(rows).items():
@@ -95,30 +104,30 @@ def policy_table(rows: Sequence[Row], top: str, order: Sequence[str]) -> str:
             done = [r for r in runs if p in r]
             if not done:
                 continue
-            vs_base = median(ratios(runs, p, BASE))
-            plan_max = max(float(r[p]["max_solver_seconds"]) for r in done)
+            vs_base = median(ratios(runs, p, base))
+            plan_max = max(figure(r[p].max_solver_seconds) for r in done)
             lines.append(
                 [
                     family,
                     world,
                     p,
                     str(len(done)),
-                    _fmt(_med(runs, p, "realized_pwo"), ",.0f"),
+                    _fmt(_med(runs, p, lambda r: r.realized_pwo), ",.0f"),
                     _fmt(None if vs_base is None else vs_base - 1, "+.1f", 100, "%"),
                     _fmt(median(ratios(runs, p, top)), ".1f", 100, "%"),
-                    _fmt(_med(runs, p, "slo_short_share"), ".2f", 100, "%"),
-                    _fmt(_med(runs, p, "preemptions"), "g"),
-                    _fmt(_med(runs, p, "lost_gpu_hours"), ",.0f"),
-                    _fmt(_med(runs, p, "promise_error_hours"), ".1f"),
-                    f"{_fmt(_med(runs, p, 'solver_seconds'), '.1f')} / {plan_max:.1f}",
+                    _fmt(_med(runs, p, lambda r: r.slo_short_share), ".2f", 100, "%"),
+                    _fmt(_med(runs, p, lambda r: r.preemptions), "g"),
+                    _fmt(_med(runs, p, lambda r: r.lost_gpu_hours), ",.0f"),
+                    _fmt(_med(runs, p, lambda r: r.promise_error_hours), ".1f"),
+                    f"{_fmt(_med(runs, p, lambda r: r.solver_seconds), '.1f')} / {plan_max:.1f}",
                 ]
             )
-    header = ["family", "world", "policy", "runs", "realized pwo", f"vs {BASE}"]
+    header = ["family", "world", "policy", "runs", "realized pwo", f"vs {base}"]
     header += [f"share of {top}", "SLO short", "preemptions", "GPU-h lost", "promise error h"]
     return markdown_table([*header, "plan s (total / max one)"], lines) + "\n"
 
 
-def ladder_table(rows: Sequence[Row], top: str, order: Sequence[str]) -> str:
+def ladder_table(rows: Sequence[LoopRow], top: str, order: Sequence[str]) -> str:
     """The ladder: a row per policy in ladder order, a column per (family, world), each cell the
     median share of the top rung's realized pwo."""
     shares = top_shares(rows, top)
@@ -142,7 +151,7 @@ def _settings(suite: Suite | None) -> list[str]:
 
 
 def summarize_loop(
-    rows: Sequence[Row],
+    rows: Sequence[LoopRow],
     *,
     suite: Suite | None = None,
     top: str | None = None,
@@ -153,25 +162,27 @@ def summarize_loop(
     rung, else the last policy."""
     order = policy_order(rows, suite)
     top = top if top is not None else top_of(rows, suite)
-    instances = {r["instance"] for r in rows}
-    worlds = list(dict.fromkeys(str(r["world"]) for r in rows))
-    runs = {(r["instance"], r["world"], r["seed"]) for r in rows}
-    seeds = sorted({int(r["seed"]) for r in rows})
-    limits = sorted({float(r["time_limit"]) for r in rows})
-    workers = sorted({int(r["workers"]) for r in rows})
+    base = base_of(suite)
+    instances = {r.instance for r in rows}
+    worlds = list(dict.fromkeys(r.world for r in rows))
+    runs = {(r.instance, r.world, r.seed) for r in rows}
+    seeds = sorted({r.seed for r in rows})
+    limits = sorted({r.time_limit for r in rows})
+    workers = sorted({r.workers for r in rows})
     head = [f"# Closed-loop benchmark summary{f': {suite.spec.name}' if suite else ''}", ""]
     head += _settings(suite)
     head += [
         f"- {len(runs)} runs (instance x world x world seed: {len(instances)} instances, worlds "
         f"{', '.join(worlds)}, seeds {', '.join(map(str, seeds))}) of {len(order)} policies "
         f"({', '.join(order)})" + (f"; runs at once (--jobs): {jobs}" if jobs else ""),
-        f"- time limit per plan of an anytime solver (cpsat), s: "
-        f"{', '.join(f'{x:g}' for x in limits)}; cpsat workers {', '.join(map(str, workers))}",
+        f"- time limit per plan of an anytime solver ({roles.anytime()}), s: "
+        f"{', '.join(f'{x:g}' for x in limits)}; {roles.anytime()} workers "
+        f"{', '.join(map(str, workers))}",
         f"- machine: {machine()}",
         f"- written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}"
         + (f", whole run {seconds / 60:.1f} min" if seconds is not None else ""),
         "- a run replays every policy in the same drawn world; figures are medians over the "
-        f"runs of a family and world; vs {BASE} and share of {top} are realized pwo over "
+        f"runs of a family and world; vs {base} and share of {top} are realized pwo over "
         "theirs in the same run, then the median; runs that failed are left out (see Failures)",
         "",
         f"## The ladder: share of {top}'s realized pwo",
@@ -179,8 +190,10 @@ def summarize_loop(
         ladder_table(rows, top, order),
         "## Policies by family and world",
         "",
-        policy_table(rows, top, order),
+        policy_table(rows, top, order, base),
     ]
     none = "None: every run replayed every policy (each plan it executed passes `check`)."
-    head += failures(rows, ("instance", "world", "seed"), none)
+    head += failures(
+        rows, ("instance", "world", "seed"), lambda r: (r.instance, r.world, r.seed), none
+    )
     return "\n".join(head) + "\n"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from horizon_opt.bench.rows import Row, failure_row
+from horizon_opt.bench.rows import Report, failure_report
 from horizon_opt.bench.tasks import AnyTask
 from horizon_opt.bench.worker import worker_main as worker_main  # the entry point of a run
 from horizon_opt.instance import Instance
@@ -27,15 +27,15 @@ def longest_first(tasks: Sequence[AnyTask]) -> list[AnyTask]:
     return [tasks[i] for i in order]
 
 
-def crashed_row(code: int | None, wall: float) -> Row:
-    """The row of a run whose process died without sending its row."""
+def crashed_report(code: int | None, wall: float) -> Report:
+    """The report of a run whose process died without sending its report."""
     hint = " (killed: memory?)" if code in (-6, -9, -11) else ""
-    return failure_row("crashed", f"worker exited with code {code}{hint}", wall)
+    return failure_report("crashed", f"worker exited with code {code}{hint}", wall)
 
 
-def timeout_row(guard: float, wall: float) -> Row:
-    """The row of a run killed by its wall-clock guard."""
-    return failure_row("timeout", f"killed after {guard:.0f} s (time guard)", wall)
+def timeout_report(guard: float, wall: float) -> Report:
+    """The report of a run killed by its wall-clock guard."""
+    return failure_report("timeout", f"killed after {guard:.0f} s (time guard)", wall)
 
 
 @contextlib.contextmanager
@@ -70,23 +70,23 @@ def run_tasks(
     tasks: Sequence[AnyTask],
     jobs: int = 2,
     on_start: Callable[[AnyTask], None] | None = None,
-    on_done: Callable[[AnyTask, Row], None] | None = None,
+    on_done: Callable[[AnyTask, Report], None] | None = None,
     on_tick: Callable[[Sequence[tuple[AnyTask, float]]], None] | None = None,
-) -> dict[AnyTask, Row]:
+) -> dict[AnyTask, Report]:
     """Run every task in its own process, at most `jobs` at once (longest expected first),
-    killing any that outlives its guard. Returns the row of each task (failures included)."""
+    killing any that outlives its guard. Returns the report of each task (failures included)."""
     ctx = multiprocessing.get_context("spawn")
     pending = longest_first(tasks)
     pending.reverse()  # pop() from the end takes the longest first
     running: dict[Connection, _Running] = {}
-    results: dict[AnyTask, Row] = {}
+    results: dict[AnyTask, Report] = {}
 
-    def finish(run: _Running, row: Row) -> None:
+    def finish(run: _Running, report: Report) -> None:
         del running[run.conn]
         run.conn.close()
-        results[run.task] = row
+        results[run.task] = report
         if on_done is not None:
-            on_done(run.task, row)
+            on_done(run.task, report)
 
     try:
         while pending or running:
@@ -106,18 +106,18 @@ def run_tasks(
                 assert isinstance(conn, Connection)
                 run = running[conn]
                 try:
-                    row: Row = conn.recv()
+                    report: Report = conn.recv()
                 except EOFError:
                     run.process.join(5)
-                    row = crashed_row(run.process.exitcode, time.monotonic() - run.started)
+                    report = crashed_report(run.process.exitcode, time.monotonic() - run.started)
                 run.process.join(5)
-                finish(run, row)
+                finish(run, report)
             now = time.monotonic()
             for run in list(running.values()):
                 if now - run.started > run.task.guard_seconds:
                     run.process.kill()
                     run.process.join(5)
-                    finish(run, timeout_row(run.task.guard_seconds, now - run.started))
+                    finish(run, timeout_report(run.task.guard_seconds, now - run.started))
             if on_tick is not None:
                 on_tick([(r.task, now - r.started) for r in running.values()])
     finally:
@@ -132,10 +132,10 @@ def run_one(
     task: AnyTask,
     instance: Instance | None = None,
     target: Callable[[AnyTask, Connection, Instance | None], None] = worker_main,
-) -> Row:
+) -> Report:
     """One run in a fresh process, guarded as `run_tasks` guards each: `target` (the worker's
     entry point) sets the memory limit; the run is killed once it outlives its time guard, and a
-    process that dies without a row is a crashed run. Blocks until the run ends."""
+    process that dies without a report is a crashed run. Blocks until the run ends."""
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
     process = ctx.Process(target=target, args=(task, send, instance), daemon=True)
@@ -146,16 +146,16 @@ def run_one(
     try:
         if receive.poll(task.guard_seconds):
             try:
-                row: Row = receive.recv()
+                report: Report = receive.recv()
             except EOFError:
                 process.join(5)
-                row = crashed_row(process.exitcode, time.monotonic() - started)
+                report = crashed_report(process.exitcode, time.monotonic() - started)
         else:
             process.kill()
-            row = timeout_row(task.guard_seconds, time.monotonic() - started)
+            report = timeout_report(task.guard_seconds, time.monotonic() - started)
     finally:
         if process.is_alive():
             process.kill()
         process.join(5)
         receive.close()
-    return row
+    return report

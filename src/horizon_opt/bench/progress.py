@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import IO
 
-from horizon_opt.bench.rows import OK_STATUSES, Row
+from horizon_opt.bench.rows import OK_STATUSES, Report
 from horizon_opt.bench.tasks import AnyTask
 
 
@@ -38,9 +38,9 @@ class ProgressDisplay:
             self.stream.write("\r" + self._bar())
             self.stream.flush()
 
-    def finished(self, task: AnyTask, row: Row) -> None:
+    def finished(self, task: AnyTask, report: Report) -> None:
         self.done += 1
-        line = f"[{self.done:>{len(str(self.total))}}/{self.total}] {describe(task, row)}"
+        line = f"[{self.done:>{len(str(self.total))}}/{self.total}] {describe(task, report)}"
         if self.tty:
             self.stream.write("\r" + " " * (shutil.get_terminal_size((100, 20)).columns - 1))
             self.stream.write("\r" + line + "\n" + self._bar())
@@ -54,21 +54,21 @@ class ProgressDisplay:
             self.stream.flush()
 
 
-def describe(task: AnyTask, row: Row) -> str:
+def describe(task: AnyTask, report: Report) -> str:
     """One line on a finished run: its figures, or why it failed."""
-    status = str(row.get("status"))
+    status = str(report.get("status"))
     text = f"{task.label}: {status}"
-    if "replays" in row:  # a closed-loop run
+    if "replays" in report:  # a closed-loop run
         text += ", realized pwo " + ", ".join(
-            f"{r['policy']} {r['realized_pwo']:,.0f}" for r in row["replays"]
+            f"{r['policy']} {r['realized_pwo']:,.0f}" for r in report["replays"]
         )
-        text += f", {row['wall_seconds']:.1f} s, {row['peak_mib']:.0f} MiB"
+        text += f", {report['wall_seconds']:.1f} s, {report['peak_mib']:.0f} MiB"
     elif status in OK_STATUSES:
-        gap = row.get("gap")
-        text += f", pwo {row['pwo']:,.1f}, utilization {100 * row['utilization']:.1f}%"
+        gap = report.get("gap")
+        text += f", pwo {report['pwo']:,.1f}, utilization {100 * report['utilization']:.1f}%"
         text += "" if gap is None else f", gap {100 * gap:.2f}%"
-        text += f", {row['wall_seconds']:.1f} s, {row['peak_mib']:.0f} MiB"
-        text += "" if row.get("valid") == "yes" else f", INVALID ({row.get('violations')})"
+        text += f", {report['wall_seconds']:.1f} s, {report['peak_mib']:.0f} MiB"
+        text += "" if report.get("valid") == "yes" else f", INVALID ({report.get('violations')})"
     else:
-        text += f" ({row.get('error')})"
+        text += f" ({report.get('error')})"
     return text

@@ -6,8 +6,8 @@ What travels how. Each instance is compiled once on the driver and put into the 
 the suite's files (a demand CSV that an instance names is already read into it). The Task itself
 is the task's small argument. On its node a task runs exactly what the local pool runs
 (`pool.run_one`): a fresh process with the address-space limit, killed past its time guard, a
-process that dies without a row recorded as crashed. The plan and progress events come back as
-JSON text in the row, and the driver writes them where the local workers write them. Past its
+process that dies without a report recorded as crashed. The plan and progress events come back as
+JSON text in the report, and the driver writes them where the local workers write them. Past its
 guard plus `GRACE_SECONDS` (time to start a worker, or a wait for a CPU) the driver cancels a task
 itself (`ray.cancel(force=True)`): that kills the Ray worker and its run.
 
@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import IO, Any
 
 from horizon_opt.bench import pool
-from horizon_opt.bench.rows import Row, failure_row
+from horizon_opt.bench.rows import Report, failure_report
 from horizon_opt.bench.tasks import AnyTask, Task
 from horizon_opt.errors import InputError
 from horizon_opt.io import load_instance, write_atomic
@@ -69,19 +69,19 @@ def connect(ray: ModuleType, address: str | None, jobs: int) -> None:
         raise InputError([f"--engine ray: cannot {where}: {exc}"]) from None
 
 
-def lost_row(ray: ModuleType, exc: Exception, wall: float) -> Row:
-    """The row of a task that returned no row: its code raised (an error, as a run's own error
+def lost_report(ray: ModuleType, exc: Exception, wall: float) -> Report:
+    """The report of a task that returned no report: its code raised (an error, as a run's own error
     would be), or its worker or node died (crashed, as a local worker that dies)."""
     if isinstance(exc, ray.exceptions.RayTaskError):
         cause = exc.cause if exc.cause is not None else exc
-        return failure_row("error", f"{type(cause).__name__}: {cause}", wall)
+        return failure_report("error", f"{type(cause).__name__}: {cause}", wall)
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return failure_row("crashed", f"ray worker lost ({type(exc).__name__}: {first})", wall)
+    return failure_report("crashed", f"ray worker lost ({type(exc).__name__}: {first})", wall)
 
 
-def _write_outputs(task: Task, row: Row) -> None:
+def _write_outputs(task: Task, report: Report) -> None:
     """Write the plan and progress events that came back as text, where a local worker would."""
-    plan, progress = row.pop("plan_json", None), row.pop("progress_json", None)
+    plan, progress = report.pop("plan_json", None), report.pop("progress_json", None)
     if plan is not None:
         write_atomic(task.plan_path, plan)
     if progress is not None and task.progress_path is not None:
@@ -98,12 +98,12 @@ def run_tasks_ray(
     tasks: Sequence[AnyTask],
     jobs: int = 2,
     on_start: Callable[[AnyTask], None] | None = None,
-    on_done: Callable[[AnyTask, Row], None] | None = None,
+    on_done: Callable[[AnyTask, Report], None] | None = None,
     on_tick: Callable[[Sequence[tuple[AnyTask, float]]], None] | None = None,
     *,
     address: str | None = None,
     stream: IO[str] | None = None,
-) -> dict[AnyTask, Row]:
+) -> dict[AnyTask, Report]:
     """`pool.run_tasks` on Ray: every task a Ray task, at most `jobs` at once (longest expected
     first), rows streamed back as runs finish. Uses the Ray instance this process is already
     connected to, else starts or joins one (`connect`) and shuts it down at the end."""
@@ -112,7 +112,7 @@ def run_tasks_ray(
     if owned:
         connect(ray, address, jobs)
     running: dict[Any, _Running] = {}
-    results: dict[AnyTask, Row] = {}
+    results: dict[AnyTask, Report] = {}
     try:
         cpus = ray.cluster_resources().get("CPU", 0)
         if jobs > cpus:
@@ -127,13 +127,13 @@ def run_tasks_ray(
         pending.reverse()  # pop() from the end takes the longest first
         instances: dict[str, Any] = {}  # instance path -> object reference of the compiled one
 
-        def finish(ref: Any, row: Row) -> None:
+        def finish(ref: Any, report: Report) -> None:
             run = running.pop(ref)
             if isinstance(run.task, Task):  # a closed-loop run writes no file
-                _write_outputs(run.task, row)
-            results[run.task] = row
+                _write_outputs(run.task, report)
+            results[run.task] = report
             if on_done is not None:
-                on_done(run.task, row)
+                on_done(run.task, report)
 
         while pending or running:
             while pending and len(running) < max(1, jobs):
@@ -150,16 +150,16 @@ def run_tasks_ray(
                 ready, _ = ray.wait(list(running), num_returns=len(running), timeout=0)
             for ref in ready:
                 try:
-                    row: Row = ray.get(ref)
+                    report: Report = ray.get(ref)
                 except ray.exceptions.RayError as exc:
-                    row = lost_row(ray, exc, time.monotonic() - running[ref].started)
-                finish(ref, row)
+                    report = lost_report(ray, exc, time.monotonic() - running[ref].started)
+                finish(ref, report)
             now = time.monotonic()
             for ref, run in list(running.items()):
                 deadline = run.task.guard_seconds + GRACE_SECONDS
                 if now - run.started > deadline:
                     ray.cancel(ref, force=True)
-                    finish(ref, pool.timeout_row(deadline, now - run.started))
+                    finish(ref, pool.timeout_report(deadline, now - run.started))
             if on_tick is not None:
                 on_tick([(r.task, now - r.started) for r in running.values()])
     finally:

@@ -1,134 +1,168 @@
-"""The raw results: one row per run (per policy of a closed-loop run), and results.csv."""
+"""The raw results: one typed row per run (per policy of a closed-loop run), and results.csv,
+whose columns are the rows' fields in order."""
 
 from __future__ import annotations
 
 import csv
 import io
 import os
+import types
+import typing
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from horizon_opt.bench.tasks import AnyTask, BenchInstance, LoopTask, Task
 from horizon_opt.io import write_atomic
 
-Row = dict[str, Any]
+Report = dict[str, Any]  # what a run sends back (a message between processes): status, figures
 
 OK_STATUSES = ("optimal", "feasible", "heuristic", "replayed")  # "replayed": a closed-loop run
 
-FIELDS = [  # the columns of results.csv, in order
-    "instance",
-    "family",
-    "size",
-    "seed",
-    "jobs",
-    "slots",
-    "nodes",
-    "gpus",
-    "solver",
-    "time_limit",
-    "workers",
-    "status",
-    "valid",
-    "violations",
-    "pwo",
-    "utilization",
-    "completed",
-    "scheduled",
-    "reserved_idle_gpu_hours",
-    "bound",
-    "gap",
-    "wall_seconds",
-    "build_seconds",
-    "peak_mib",
-    "plan",
-    "error",
-]
-LOOP_FIELDS = [  # the columns of a closed-loop suite's results.csv: a row per policy of a run
-    "instance",
-    "family",
-    "size",
-    "jobs",
-    "slots",
-    "nodes",
-    "gpus",
-    "world",
-    "seed",  # the drawn world's
-    "policy",
-    "time_limit",  # seconds per plan
-    "workers",
-    "status",
-    "valid",
-    # the Replay's figures (simulate.report.rows)
-    "planned_pwo",
-    "realized_pwo",
-    "vs_fifo",
-    "vs_backfill",
-    "realized_utilization",
-    "completed",
-    "failed",
-    "cancelled",
-    "cancelled_by_user",
-    "preemptions",
-    "lost_gpu_hours",
-    "slo_short_replica_hours",
-    "slo_short_share",
-    "decisions",
-    "replans",
-    "mean_moved",
-    "solver_seconds",
-    "max_solver_seconds",
-    "promised",
-    "promise_error_hours",
-    # the run's, shared by its policies
-    "wall_seconds",
-    "peak_mib",
-    "error",
-]
-_INT_FIELDS = {"seed", "jobs", "slots", "nodes", "gpus", "workers", "violations"}
-_INT_FIELDS |= {"completed", "scheduled", "failed", "cancelled", "cancelled_by_user"}
-_INT_FIELDS |= {"preemptions"}
-_INT_FIELDS |= {"decisions", "replans", "promised"}
-_FLOAT_FIELDS = {"time_limit", "pwo", "utilization", "reserved_idle_gpu_hours", "bound", "gap"}
-_FLOAT_FIELDS |= {"wall_seconds", "build_seconds", "peak_mib"}
-_FLOAT_FIELDS |= {"planned_pwo", "realized_pwo", "vs_fifo", "vs_backfill", "realized_utilization"}
-_FLOAT_FIELDS |= {"lost_gpu_hours", "slo_short_replica_hours", "slo_short_share", "mean_moved"}
-_FLOAT_FIELDS |= {"solver_seconds", "max_solver_seconds", "promise_error_hours"}
+
+@dataclass(frozen=True, kw_only=True)
+class SolverRow:
+    """A row of a suite's results.csv: one (instance, solver) run, what the suite knows of the
+    instance, then what the run reported (None: not reported, as by a run that failed)."""
+
+    instance: str
+    family: str
+    size: str
+    seed: int | None = None
+    jobs: int
+    slots: int
+    nodes: int
+    gpus: int
+    solver: str
+    time_limit: float
+    workers: int
+    status: str
+    valid: str = ""  # yes, no, or empty: no plan to check
+    violations: int | None = None
+    pwo: float | None = None
+    utilization: float | None = None
+    completed: int | None = None
+    scheduled: int | None = None
+    reserved_idle_gpu_hours: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    wall_seconds: float | None = None
+    build_seconds: float | None = None
+    peak_mib: float | None = None
+    plan: str | None = None
+    error: str = ""
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What identifies the row: a rerun's row replaces the row with the same key."""
+        return (self.instance, self.solver)
+
+    @property
+    def ok(self) -> bool:
+        """The run ended with a plan that passes `check`."""
+        return self.status in OK_STATUSES and self.valid == "yes"
 
 
-def is_loop(rows: Sequence[Row]) -> bool:
-    """Whether these are a closed-loop suite's rows: they have a policy."""
-    return any("policy" in r for r in rows)
+@dataclass(frozen=True, kw_only=True)
+class LoopRow:
+    """A row of a closed-loop suite's results.csv: one policy of a run (instance, world kind,
+    world seed), the policy's figures (`simulate.report.rows`), then the run's status, wall
+    time and peak memory, which its policies share."""
+
+    instance: str
+    family: str
+    size: str
+    jobs: int
+    slots: int
+    nodes: int
+    gpus: int
+    world: str
+    seed: int  # the drawn world's
+    policy: str
+    time_limit: float  # seconds per plan
+    workers: int
+    status: str
+    valid: str = ""
+    planned_pwo: float | None = None
+    realized_pwo: float | None = None
+    vs_fifo: float | None = None
+    vs_backfill: float | None = None
+    realized_utilization: float | None = None
+    completed: int | None = None
+    failed: int | None = None
+    cancelled: int | None = None
+    cancelled_by_user: int | None = None
+    preemptions: int | None = None
+    lost_gpu_hours: float | None = None
+    slo_short_replica_hours: float | None = None
+    slo_short_share: float | None = None
+    decisions: int | None = None
+    replans: int | None = None
+    mean_moved: float | None = None
+    solver_seconds: float | None = None
+    max_solver_seconds: float | None = None
+    promised: int | None = None
+    promise_error_hours: float | None = None
+    wall_seconds: float | None = None
+    peak_mib: float | None = None
+    error: str = ""
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What identifies the row: a rerun's row replaces the row with the same key."""
+        return (self.instance, self.world, self.seed, self.policy)
+
+    @property
+    def ok(self) -> bool:
+        """The run replayed every policy (each plan it executed passes `check`)."""
+        return self.status in OK_STATUSES and self.valid == "yes"
 
 
-def row_key(row: Row) -> tuple[Any, ...]:
-    """What identifies a row: a rerun's row replaces the row with the same key."""
-    if "policy" in row:
-        return (row["instance"], row["world"], row["seed"], row["policy"])
-    return (row["instance"], row["solver"])
+Row = SolverRow | LoopRow
+
+FIELDS = [f.name for f in fields(SolverRow)]  # the columns of results.csv, in order
+LOOP_FIELDS = [f.name for f in fields(LoopRow)]  # those of a closed-loop suite's results.csv
 
 
-def ok(row: Row) -> bool:
-    """The run ended with a plan that passes `check`."""
-    return row.get("status") in OK_STATUSES and row.get("valid") == "yes"
-
-
-def by_instance(rows: Iterable[Row]) -> dict[str, dict[str, Row]]:
-    """The good rows by instance, then by solver."""
-    out: dict[str, dict[str, Row]] = {}
-    for r in rows:
-        if ok(r):
-            out.setdefault(str(r["instance"]), {})[str(r["solver"])] = r
+def _cell_types(kind: type[Row]) -> dict[str, type]:
+    """Each field's type, None left out: how a results.csv cell reads back."""
+    out: dict[str, type] = {}
+    for name, hint in typing.get_type_hints(kind).items():
+        args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        out[name] = next(a for a in args if a is not type(None))
     return out
 
 
-def failure_row(status: str, error: str, wall: float) -> Row:
-    """What is known of a run that sent no row back: killed, or crashed."""
+_CELLS = {SolverRow: _cell_types(SolverRow), LoopRow: _cell_types(LoopRow)}
+
+
+def is_loop(rows: Sequence[Row]) -> bool:
+    """Whether these are a closed-loop suite's rows."""
+    return any(isinstance(r, LoopRow) for r in rows)
+
+
+def ok(row: Row) -> bool:
+    """The run ended with a plan that passes `check` (every plan, for a closed-loop run)."""
+    return row.ok
+
+
+def by_instance(rows: Iterable[SolverRow]) -> dict[str, dict[str, SolverRow]]:
+    """The good rows by instance, then by solver."""
+    out: dict[str, dict[str, SolverRow]] = {}
+    for r in rows:
+        if r.ok:
+            out.setdefault(r.instance, {})[r.solver] = r
+    return out
+
+
+def failure_report(status: str, error: str, wall: float) -> Report:
+    """What is known of a run that sent no report back: killed, or crashed."""
     return {"status": status, "error": error, "wall_seconds": wall}
 
 
-def _instance_fields(inst: BenchInstance) -> Row:
-    """What the suite knows of an instance, as the columns both kinds of row start with."""
+def _instance_fields(inst: BenchInstance) -> dict[str, Any]:
+    """What the suite knows of an instance, as the fields both kinds of row start with."""
     return {
         "instance": inst.name,
         "family": inst.family,
@@ -140,81 +174,74 @@ def _instance_fields(inst: BenchInstance) -> Row:
     }
 
 
-def task_rows(inst: BenchInstance, task: AnyTask, result: Row) -> list[Row]:
+def task_rows(inst: BenchInstance, task: AnyTask, report: Report) -> list[Row]:
     """The results.csv rows of a run: one, or one per policy of a closed-loop run."""
     if isinstance(task, LoopTask):
-        return loop_rows(inst, task, result)
-    return [result_row(inst, task, result)]
+        return list(loop_rows(inst, task, report))
+    return [result_row(inst, task, report)]
 
 
-def loop_rows(inst: BenchInstance, task: LoopTask, result: Row) -> list[Row]:
+def loop_rows(inst: BenchInstance, task: LoopTask, report: Report) -> list[LoopRow]:
     """A row per policy of a closed-loop run: what the suite knows, the policy's figures, and
     the run's status, wall time and peak memory; a failed run's status on each of its rows."""
-    figures = {str(r["policy"]): r for r in result.get("replays", [])}
-    out: list[Row] = []
+    figures = {str(r["policy"]): r for r in report.get("replays", [])}
+    out: list[LoopRow] = []
     for p in task.policies:
-        row: Row = dict.fromkeys(LOOP_FIELDS)
-        row.update(_instance_fields(inst))
+        row: dict[str, Any] = _instance_fields(inst)
         row.update(
             world=task.world,
             seed=task.seed,
             policy=p.name,
             time_limit=task.time_limit,
             workers=task.workers,
-            valid="",
-            error="",
         )
         row.update({k: v for k, v in figures.get(p.name, {}).items() if k in LOOP_FIELDS})
-        row.update({k: v for k, v in result.items() if k in LOOP_FIELDS})
-        out.append(row)
+        row.update({k: v for k, v in report.items() if k in LOOP_FIELDS})
+        out.append(LoopRow(**row))
     return out
 
 
-def result_row(inst: BenchInstance, task: Task, result: Row) -> Row:
+def result_row(inst: BenchInstance, task: Task, report: Report) -> SolverRow:
     """The full results.csv row of a run: what the suite knows, then what the run reported."""
-    row: Row = dict.fromkeys(FIELDS)
-    row.update(_instance_fields(inst))
+    row: dict[str, Any] = _instance_fields(inst)
     row.update(
         seed=inst.seed,
         solver=task.solver,
         time_limit=task.time_limit,
         workers=task.workers,
-        valid="",
-        error="",
     )
-    row.update({k: v for k, v in result.items() if k in FIELDS})
-    return row
+    row.update({k: v for k, v in report.items() if k in FIELDS})
+    return SolverRow(**row)
 
 
-def write_csv(rows: Iterable[Row], path: Path, fields: Sequence[str] = FIELDS) -> None:
-    """results.csv with the `fields` columns (LOOP_FIELDS for a closed-loop suite)."""
+def write_csv(rows: Iterable[Row], path: Path, kind: type[Row] = SolverRow) -> None:
+    """results.csv: a column per field of `kind` (LoopRow for a closed-loop suite), empty for
+    None."""
+    names = [f.name for f in fields(kind)]
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(names)
     for row in rows:
-        writer.writerow({k: "" if row.get(k) is None else row[k] for k in fields})
+        writer.writerow(["" if (v := getattr(row, k)) is None else v for k in names])
     write_atomic(path, buffer.getvalue())
 
 
 def read_csv(path: str | os.PathLike[str]) -> list[Row]:
-    """Rows of a results.csv (of either kind of suite), with numbers as int / float and empty
-    cells as None."""
+    """The rows of a results.csv (of either kind of suite); a column the file lacks reads as
+    empty, and an empty cell as None (as "" for `valid` and `error`)."""
     with Path(path).open(newline="") as fh:
         reader = csv.DictReader(fh)
         raw = list(reader)
-        fields = LOOP_FIELDS if "policy" in (reader.fieldnames or ()) else FIELDS
+        kind: type[Row] = LoopRow if "policy" in (reader.fieldnames or ()) else SolverRow
+    cells = _CELLS[kind]
     rows: list[Row] = []
     for r in raw:
-        row: Row = {}
-        for k in fields:
+        values: dict[str, Any] = {}
+        for k, cell in cells.items():
             value = r.get(k, "")
             if value == "" and k not in ("valid", "error"):
-                row[k] = None
-            elif k in _INT_FIELDS:
-                row[k] = int(value)
-            elif k in _FLOAT_FIELDS:
-                row[k] = float(value)
+                values[k] = None
             else:
-                row[k] = value
-        rows.append(row)
+                values[k] = cell(value)
+        rows.append(kind(**values))
     return rows

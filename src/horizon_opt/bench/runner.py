@@ -16,17 +16,17 @@ from horizon_opt.bench.loop_summary import policy_order, summarize_loop, top_of
 from horizon_opt.bench.pool import run_tasks
 from horizon_opt.bench.progress import ProgressDisplay
 from horizon_opt.bench.rows import (
-    FIELDS,
-    LOOP_FIELDS,
+    LoopRow,
+    Report,
     Row,
+    SolverRow,
     is_loop,
     read_csv,
-    row_key,
     task_rows,
     write_csv,
 )
 from horizon_opt.bench.suite import Suite
-from horizon_opt.bench.summary import summarize
+from horizon_opt.bench.summary import baseline_of, summarize
 from horizon_opt.bench.tasks import AnyTask, make_loop_tasks, make_tasks, prepare
 from horizon_opt.errors import InputError
 from horizon_opt.io import write_atomic
@@ -46,7 +46,7 @@ def check_engine(engine: str, address: str | None = None) -> None:
 
 def _engine(
     engine: str, address: str | None, stream: IO[str] | None
-) -> Callable[..., dict[AnyTask, Row]]:
+) -> Callable[..., dict[AnyTask, Report]]:
     """The `run_tasks` of an engine; with Ray, imported now: a missing Ray is an error at once."""
     check_engine(engine, address)
     if engine == "local":
@@ -98,11 +98,11 @@ def run_suite(
     else:
         tasks += make_tasks(suite, instances, folder)
     display = ProgressDisplay(len(tasks), stream)
-    results: dict[AnyTask, Row] = {}
+    results: dict[AnyTask, Report] = {}
 
-    def done(task: AnyTask, row: Row) -> None:
-        results[task] = row
-        display.finished(task, row)
+    def done(task: AnyTask, report: Report) -> None:
+        results[task] = report
+        display.finished(task, report)
 
     interrupted = False
     try:
@@ -115,8 +115,8 @@ def run_suite(
     rows = [r for t in tasks if t in results for r in task_rows(by_name[t.instance], t, results[t])]
     previous = folder / "results.csv"
     if only is not None and previous.is_file():
-        fresh = {row_key(r): r for r in rows}
-        merged = [fresh.pop(row_key(r), r) for r in read_csv(previous)]
+        fresh = {r.key: r for r in rows}
+        merged = [fresh.pop(r.key, r) for r in read_csv(previous)]
         rows = merged + list(fresh.values())
     seconds = time.monotonic() - started
     files = write_reports(rows, folder, suite=suite, jobs=jobs, seconds=seconds, charts=charts)
@@ -147,15 +147,16 @@ def write_reports(
     of one)."""
     loop = is_loop(rows) if suite is None else suite.spec.loop is not None
     files = [out / "results.csv", out / "summary.md"]
-    write_csv(rows, files[0], LOOP_FIELDS if loop else FIELDS)
+    write_csv(rows, files[0], LoopRow if loop else SolverRow)
     if loop:
-        text = summarize_loop(rows, suite=suite, jobs=jobs, seconds=seconds)
-    else:
-        text = summarize(rows, suite=suite, jobs=jobs, seconds=seconds)
-    write_atomic(files[1], text)
-    if charts and loop:
-        files += write_loop_chart(rows, out, top_of(rows, suite), policy_order(rows, suite))
-    elif charts:
+        loops = [r for r in rows if isinstance(r, LoopRow)]
+        write_atomic(files[1], summarize_loop(loops, suite=suite, jobs=jobs, seconds=seconds))
+        if charts:
+            files += write_loop_chart(loops, out, top_of(loops, suite), policy_order(loops, suite))
+        return files
+    runs = [r for r in rows if isinstance(r, SolverRow)]
+    write_atomic(files[1], summarize(runs, suite=suite, jobs=jobs, seconds=seconds))
+    if charts:
         anytime = list(suite.spec.anytime) if suite is not None else []
-        files += write_charts(rows, out, anytime=anytime)
+        files += write_charts(runs, out, anytime=anytime, base=baseline_of(suite))
     return files

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from horizon_opt.bench import roles
 from horizon_opt.errors import InputError
 from horizon_opt.generate import SIZES
 from horizon_opt.instance import duration_minutes
@@ -67,6 +68,7 @@ class LoopSpec(_Model):
     stability: float = Field(default=0.0, ge=0)
     noise: str = str(Noise())
     top: str | None = None  # the rung the share of the top rung divides by; default the last
+    base: str | None = None  # the policy `vs` compares with; default the registry's loop baseline
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -79,6 +81,11 @@ class LoopSpec(_Model):
     @property
     def top_rung(self) -> str:
         return self.top if self.top is not None else self.policies[-1]
+
+    @property
+    def reference(self) -> str:
+        """The policy the `vs` column compares with."""
+        return self.base if self.base is not None else roles.loop_baseline()
 
     @property
     def world_noise(self) -> Noise:
@@ -99,8 +106,14 @@ class SuiteSpec(_Model):
     cpsat: CpsatSpec = CpsatSpec()
     guard: GuardSpec = GuardSpec()
     anytime: list[str] = Field(default_factory=list)
+    baseline: str | None = None  # the solver `vs` compares with; default the registry's baseline
     instances: list[Any] = Field(min_length=1)
     loop: LoopSpec | None = None
+
+    @property
+    def reference(self) -> str:
+        """The solver the `vs` columns and the ablation's first step are."""
+        return self.baseline if self.baseline is not None else roles.baseline()
 
 
 @dataclass(frozen=True)
@@ -138,7 +151,9 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
                 )
         except ValidationError as exc:
             problems += [f"{where}.{p}" for p in validation_problems(exc)]
-    named = [("solvers", spec.solvers)] + [
+    named: list[tuple[str, list[str] | None]] = [("solvers", spec.solvers)]
+    named.append(("baseline", [spec.baseline] if spec.baseline is not None else None))
+    named += [
         (f"instances[{i}].solvers", e.solvers)
         for i, e in enumerate(entries)
         if not isinstance(e, str) and e.solvers is not None
@@ -172,7 +187,7 @@ def _loop_problems(
     where = f"{file}: loop"
     problems = [
         f"{file}: {name}: a suite with `loop` replays loop.policies; leave {name} out"
-        for name in ("solvers", "anytime")
+        for name in ("solvers", "anytime", "baseline")
         if name in data
     ]
     problems += [
@@ -205,6 +220,7 @@ def _loop_problems(
         Noise.parse(loop.noise)
     except InputError as exc:
         problems += [f"{where}.noise: {p.removeprefix('--noise: ')}" for p in exc.problems]
-    if loop.top is not None and loop.top not in loop.policies:
-        problems.append(f"{where}.top: {loop.top!r} is not one of loop.policies")
+    for name, rung in (("top", loop.top), ("base", loop.base)):
+        if rung is not None and rung not in loop.policies:
+            problems.append(f"{where}.{name}: {rung!r} is not one of loop.policies")
     return problems

@@ -11,7 +11,7 @@ import signal
 import time
 from multiprocessing.connection import Connection
 
-from horizon_opt.bench.rows import Row
+from horizon_opt.bench.rows import Report
 from horizon_opt.bench.tasks import AnyTask, LoopTask, Task
 from horizon_opt.check import check
 from horizon_opt.instance import Instance
@@ -37,12 +37,12 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def solve_task(task: Task, instance: Instance | None = None) -> Row:
-    """Solve one (instance, solver) pair, write the plan, check and evaluate it: one raw row.
+def solve_task(task: Task, instance: Instance | None = None) -> Report:
+    """Solve one (instance, solver) pair, write the plan, check and evaluate it: one raw report.
 
     Given the compiled `instance` (the Ray engine: the run may be on a node without the suite's
     files), the run reads no file and writes none: the plan and progress events come back as
-    JSON text in the row (`plan_json`, `progress_json`) for the driver to write."""
+    JSON text in the report (`plan_json`, `progress_json`) for the driver to write."""
     inst = load_instance(task.path) if instance is None else instance
     events: list[Progress] = []
     started = time.perf_counter()
@@ -72,7 +72,7 @@ def solve_task(task: Task, instance: Instance | None = None) -> Row:
         progress_json = json.dumps(progress) + "\n"
         if instance is None:
             write_atomic(task.progress_path, progress_json)
-    row: Row = {
+    report: Report = {
         "status": plan.status,
         "valid": "no" if violations else "yes",
         "violations": violations.total,
@@ -90,14 +90,14 @@ def solve_task(task: Task, instance: Instance | None = None) -> Row:
         "error": "",
     }
     if instance is not None:
-        row.update(plan_json=plan_json, progress_json=progress_json)
-    return row
+        report.update(plan_json=plan_json, progress_json=progress_json)
+    return report
 
 
-def replay_task(task: LoopTask, instance: Instance | None = None) -> Row:
-    """Replay every policy of the task in its drawn world: one row whose `replays` holds the
+def replay_task(task: LoopTask, instance: Instance | None = None) -> Report:
+    """Replay every policy of the task in its drawn world: one report whose `replays` holds the
     figures of each policy (`simulate.report.rows`). The replay checks every plan it executes and
-    raises on an invalid one, so a row that comes back is valid. Reads the instance file only
+    raises on an invalid one, so a report that comes back is valid. Reads the instance file only
     when not given `instance` (the Ray engine), and writes nothing."""
     inst = load_instance(task.path) if instance is None else instance
     world = world_for(inst, task.world, task.seed, task.noise)
@@ -124,7 +124,7 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 
 def worker_main(task: AnyTask, conn: Connection, instance: Instance | None = None) -> None:
-    """Process entry point: set the memory guard, run `solve_task` (`replay_task`), send the row
+    """Process entry point: set the memory guard, run `solve_task` (`replay_task`), send the report
     back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the workers
     setrlimit, what = resource.setrlimit, resource.RLIMIT_AS
@@ -135,17 +135,17 @@ def worker_main(task: AnyTask, conn: Connection, instance: Instance | None = Non
             limit = min(limit, restore[1])
         setrlimit(what, (limit, restore[1]))
     try:
-        row = (
+        report = (
             replay_task(task, instance)
             if isinstance(task, LoopTask)
             else solve_task(task, instance)
         )
-    except BaseException as exc:  # a failed run is a row, not the end of the batch
+    except BaseException as exc:  # a failed run is a report, not the end of the batch
         setrlimit(what, restore)
         if task.memory_mib is not None and _out_of_memory(exc):
-            row = {"status": "memory", "error": f"out of memory (limit {task.memory_mib} MiB)"}
+            report = {"status": "memory", "error": f"out of memory (limit {task.memory_mib} MiB)"}
         else:
-            row = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-    row.setdefault("peak_mib", _peak_mib())
-    conn.send(row)
+            report = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    report.setdefault("peak_mib", _peak_mib())
+    conn.send(report)
     conn.close()

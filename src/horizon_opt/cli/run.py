@@ -183,7 +183,8 @@ Jobs = Annotated[
 BenchOut = Annotated[
     Path | None,
     typer.Option(
-        help="Output folder. Default: results/<suite name> beside the suite file.",
+        help="Output folder. Default: bench-results/<suite file name> in the current "
+        "folder (ignored by git: a run leaves the committed results alone).",
         show_default=False,
         parser=file_name,
     ),
@@ -199,6 +200,7 @@ Traces = Annotated[
     ),
 ]
 Charts = Annotated[bool, typer.Option(help="Write the PNG charts.")]
+DEFAULT_BENCH_OUT = Path("bench-results")  # where `bench` writes without --out: not committed
 SummaryOnly = Annotated[
     bool,
     typer.Option(help="Rewrite summary.md and the charts from OUT/results.csv; run nothing."),
@@ -238,7 +240,7 @@ def bench_cmd(
     with input_errors():
         bench.check_engine(engine, address)
         suite = bench.load_suite(suite_file)
-        folder = out if out is not None else suite_file.parent / "results" / suite_file.stem
+        folder = out if out is not None else DEFAULT_BENCH_OUT / suite_file.stem
         check_outputs(
             [Output("--out", folder, kind="folder", files=("results.csv", "summary.md"))],
             [("the suite file", suite_file)],

@@ -28,6 +28,17 @@ class Solver:
     takes_hint: bool = False  # can start from a given plan (`SolveOptions.hint`)
     reports_bound: bool = False  # reports a proven upper bound on pwo, hence a gap
     online: bool = False  # a scheduler's pass: in the loop it decides at every event, no cadence
+    optimizing: bool = False  # searches for the best plan (not a rule): the one heuristics are
+    # measured against, whose cost by size bench reports
+    baseline: bool = False  # the reference of plan benchmarks: bench's `vs` columns, the first
+    # step of its ablation (one solver)
+    loop_baseline: bool = False  # the scheduler clusters run today: the closed loop's reference
+    method: str = ""  # how it plans, in a few words: the step's label in bench's ablation table
+
+    @property
+    def periodic(self) -> bool:
+        """In the loop it re-plans on a cadence (every solver that is not online)."""
+        return not self.online
 
 
 def _cpsat(instance: Instance, options: SolveOptions) -> Plan:
@@ -44,35 +55,43 @@ SOLVERS: dict[str, Solver] = {
             run=fifo.solve,
             description="the baseline: inference reserved at its peak, jobs in arrival order",
             online=True,
+            baseline=True,
+            method="static peak reservation, arrival order",
         ),
         Solver(
             name="fifo-elastic",
             run=partial(fifo.solve, elastic=True),
             description="fifo with inference reserved slot by slot (the ablation step)",
             online=True,
+            method="per-slot reservation",
         ),
         Solver(
             name="backfill",
             run=backfill.solve,
             description="Slurm-style online backfill by priority; inference reserved slot by slot",
             online=True,
+            loop_baseline=True,
+            method="backfill by priority, per-slot reservation",
         ),
         Solver(
             name="backfill-static",
             run=partial(backfill.solve, static=True),
             description="backfill with inference reserved at its peak",
             online=True,
+            method="backfill by priority, static peak reservation",
         ),
         Solver(
             name="backfill-value",
             run=partial(backfill.solve, by_value=True),
             description="backfill ordered by value density, then deadline, then least work",
             online=True,
+            method="backfill by value density",
         ),
         Solver(
             name="greedy",
             run=greedy.solve,
             description="heuristic: inference reserved slot by slot, jobs in order of value",
+            method="value order",
         ),
         Solver(
             name="cpsat",
@@ -81,6 +100,8 @@ SOLVERS: dict[str, Solver] = {
             anytime=True,
             takes_hint=True,
             reports_bound=True,
+            optimizing=True,
+            method="optimization",
         ),
     )
 }
