@@ -50,6 +50,8 @@ docs: $(STAMP)
 	$(BIN)/mkdocs build --strict -d site
 
 # Benchmarks (benchmarks/README.md): the full suite, a quick smoke run, the committed instance set.
+# bench writes into bench-results/<suite>/ (not committed); --out benchmarks/results/... rewrites
+# the committed results.
 JOBS ?= 2
 BENCH_FAMILIES := enterprise hetero deadline trace
 
@@ -73,4 +75,4 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) demo-output site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) demo-output bench-results site .pytest_cache .mypy_cache .ruff_cache
