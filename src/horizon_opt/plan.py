@@ -226,6 +226,11 @@ class Plan(_Model):
     objective: float
     bound: float | None = None
     gap: float | None = None
+    bound_source: Text | None = Field(
+        default=None,
+        description="what proved `bound`: lp, mip, pool-cpsat or node-cpsat (FORMAT.md); "
+        "other tools may omit it",
+    )
     wall_seconds: Seconds = 0.0
     build_seconds: Seconds | None = Field(default=None, description="model build time (cpsat)")
     assignments: list[Assignment] = Field(default_factory=list)
@@ -238,10 +243,12 @@ class Plan(_Model):
 
     def to_json(self) -> str:
         """Strict JSON: a NaN or infinity (only code that skips validation can put one in) is a
-        bug to report, not output to write. `churn` is written only by re-plans."""
+        bug to report, not output to write. `churn` is written only by re-plans, and
+        `bound_source` only with a bound."""
         data = self.model_dump(mode="json", exclude_none=False)
-        if data["churn"] is None:
-            del data["churn"]
+        for optional in ("churn", "bound_source"):
+            if data[optional] is None:
+                del data[optional]
         try:
             return json.dumps(data, indent=1, allow_nan=False) + "\n"
         except ValueError as exc:

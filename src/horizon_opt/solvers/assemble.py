@@ -174,6 +174,7 @@ def build_plan(
     started: float,
     status: Status = "heuristic",
     bound: float | None = None,
+    bound_source: str | None = None,
     build_seconds: float | None = None,
 ) -> Plan:
     """Assemble, evaluate and stamp a plan; `reasons` holds the cause of every job not placed
@@ -193,7 +194,14 @@ def build_plan(
         inference=inference_blocks(instance, layout),
         unscheduled=unscheduled,
     )
-    return stamp(instance, draft, started=started, bound=bound, build_seconds=build_seconds)
+    return stamp(
+        instance,
+        draft,
+        started=started,
+        bound=bound,
+        bound_source=bound_source,
+        build_seconds=build_seconds,
+    )
 
 
 def stamp(
@@ -203,8 +211,11 @@ def stamp(
     started: float,
     bound: float | None,
     build_seconds: float | None,
+    bound_source: str | None = None,
 ) -> Plan:
-    """The plan with its metrics, objective (pwo), proven bound and gap, and wall time."""
+    """The plan with its metrics, objective (pwo), proven bound and gap, and wall time.
+    `bound_source` names what proved the bound (None: the draft's own, e.g. when placed jobs
+    are put back); a plan without a bound has none."""
     metrics = evaluate(instance, draft)
     objective = metrics.pwo
     if bound is not None:
@@ -217,6 +228,7 @@ def stamp(
             "objective": objective,
             "bound": bound,
             "gap": gap,
+            "bound_source": None if bound is None else bound_source or draft.bound_source,
             "wall_seconds": round(time.perf_counter() - started, 3),
             "build_seconds": build_seconds,
             "metrics": metrics,

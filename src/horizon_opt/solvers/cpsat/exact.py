@@ -85,4 +85,4 @@ def run(search: Search, inc: Incumbent) -> None:
             f"bound {full_bound}, pwo {inc.value():.3f}"
         )
         if decide_layout and full_bound is not None:
-            search.lower_bound_to(full_bound)
+            search.lower_bound_to(full_bound, "node-cpsat")

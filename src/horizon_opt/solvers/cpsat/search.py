@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import IO
 
 import numpy as np
@@ -32,10 +33,13 @@ class Search:
         self.est = earliest_starts(instance)
         self.build_seconds = 0.0
         self.bound: float | None = None  # the best proven bound so far
+        self.bound_source: str | None = None  # what proved it: lp, mip, pool-cpsat, node-cpsat
         self.bound_reserve = self.params.bound_share  # of the time limit, kept after the search
         self.lns_workers = options.workers  # one less while a worker tightens the bound
-        self.background: threading.Thread | None = None  # that worker
-        self.background_bound: float | None = None  # and its result
+        self.background: threading.Thread | None = None  # that worker (the last one started)
+        self.background_found: list[tuple[float, str]] = []  # its bounds, as they are proven
+        self.stop_background: list[Callable[[], None]] = []  # stops its running solves
+        self.pool_closed = False  # the pool-level model is solved: no relaxation proves less
 
     def write_log(self, line: str) -> None:
         if self.log is not None:
@@ -46,15 +50,16 @@ class Search:
         if self.opt.on_progress is not None:
             self.opt.on_progress(Progress(self.budget.elapsed(), inc.value(), self.bound))
 
-    def lower_bound_to(self, value: float) -> None:
-        self.bound = value if self.bound is None else min(self.bound, value)
+    def lower_bound_to(self, value: float, source: str) -> None:
+        """Keep the lower bound, and the source that proved it (on a tie, the first)."""
+        if self.bound is None or value < self.bound:
+            self.bound, self.bound_source = value, source
 
     def take_background_bound(self) -> None:
-        """The background MIP's bound, as soon as its thread is done: the search stops when the
-        plan reaches it."""
-        found = self.background_bound
-        if self.background is not None and not self.background.is_alive() and found is not None:
-            self.lower_bound_to(found)
+        """The background worker's bounds, each as soon as it is proven: the search stops when
+        the plan reaches one."""
+        for value, source in list(self.background_found):
+            self.lower_bound_to(value, source)
 
     def proven(self, inc: Incumbent) -> bool:
         """The incumbent's pwo reaches the best proven bound so far."""

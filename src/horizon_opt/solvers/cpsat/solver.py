@@ -3,7 +3,8 @@
 1. Start: the best of the fifo plan, the greedy plan and a user hint (`starts.py`), so the
    result is never worse than any of them.
 2. Relax: the time-indexed LP (`relaxation`); its certified bound is known from then on, and its
-   solution guides the search (`bounding.py` decides when HiGHS's MIP tightens the bound).
+   solution guides the search (`bounding.py` decides when HiGHS's MIP tightens the bound, and
+   when the pool-level CP-SAT model proves a second bound).
 3. Small instances: CP-SAT solves the whole node-level model, first with the inference layout
    fixed, then with the replicas decided too, so it can prove optimality (`exact.py`).
 4. Otherwise: a list scheduling of the LP's jobs, improved by squeaky-wheel passes, becomes the
@@ -54,8 +55,9 @@ def _optimize(search: Search, inc: Incumbent) -> float | None:
     tightened = False  # the bound already had its MIP, and nothing is left to tighten it
     if not budget.out_of_time():
         relaxation = bounding.relax(search)
-        search.bound = relaxation.lp.bound
-        if small and not budget.deterministic:
+        search.lower_bound_to(relaxation.lp.bound, "lp")
+        bounding.start_pool_bound(search, inc, at_once=small)
+        if small and not budget.deterministic and not search.pool_closed:
             bounding.tighten_now(search, relaxation)  # the full models stop at the bound
             tightened = True
         search.report(inc)
@@ -71,7 +73,7 @@ def _optimize(search: Search, inc: Incumbent) -> float | None:
     if budget.interrupted:
         return None
     if not tightened or search.background is not None:
-        search.lower_bound_to(bounding.final_bound(search, relaxation))
+        search.lower_bound_to(*bounding.final_bound(search, relaxation, search.proven(inc)))
     search.report(inc)
     return search.bound
 
@@ -101,6 +103,7 @@ def _assemble(search: Search, inc: Incumbent, bound: float | None) -> Plan:
         started=search.budget.started,
         status=status,
         bound=value if proven else bound,
+        bound_source=None if bound is None else search.bound_source,
         build_seconds=round(search.build_seconds, 3),
     )
 
