@@ -8,9 +8,10 @@ a plan file like any other: `horizon-opt check` verifies it (no GPU held twice, 
 capacity, predecessors ended first, inference beside the runs), and its `pwo` and `utilization`
 are the replay's realized pwo and realized utilization.
 
-A run that earned nothing (it failed, its user cancelled it, or inference preempted it) is a job
-of its own, named `<job>#failed`, `<job>#cancelled` or `<job>#preempted-<k>`, whose deadline is
-its start, so pwo counts it as late while capacity counts its GPUs. Jobs that never ran (never
+A run that earned nothing (it failed, its user cancelled it, inference preempted it, or the
+horizon ended while it still ran) is a job of its own, named `<job>#failed`, `<job>#cancelled`,
+`<job>#preempted-<k>` or `<job>#unfinished` (held to the horizon's end), whose deadline is its
+start, so pwo counts it as late while capacity counts its GPUs. Jobs that never ran (never
 started, or waiting for a job that failed) stay free and are listed as unscheduled.
 """
 
@@ -30,7 +31,7 @@ from horizon_opt.plan import Assignment, InferenceBlock, Plan, Unscheduled
 from horizon_opt.simulate.world import World
 from horizon_opt.spec import InstanceSpec, JobSpec, PlacedSpec
 
-OUTCOMES = ("completed", "failed", "cancelled", "preempted")
+OUTCOMES = ("completed", "failed", "cancelled", "preempted", "unfinished")
 
 
 @dataclass(frozen=True)

@@ -510,6 +510,8 @@ class _Replayer:
             demand += wanted
             short += missing
         self.end_jobs(inst.slots)  # the jobs that end with the horizon
+        for run in self.running.values():  # a job planned on less than its limit may run on
+            self.record(run, "unfinished", end=inst.slots)
         by_slot.append(self.realized)
         promised, promise_error = self.promise_figures()
         return Replay(
