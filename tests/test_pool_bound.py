@@ -216,3 +216,17 @@ def test_repeatable_with_one_worker() -> None:
     inst = build(CHAIN)
     a, b = (ho.solve(inst, "cpsat", **ONE) for _ in range(2))
     assert (a.assignments, a.bound, a.bound_source) == (b.assignments, b.bound, b.bound_source)
+
+
+def test_placed_jobs_keep_their_place() -> None:
+    """With running jobs (the demo at noon), the bound holds their value where they are and is
+    at least the pwo of a plan around them."""
+    inst = ho.load_instance(Path(__file__).parent.parent / "instances" / "demo-state.yaml")
+    assert inst.placed
+    found = pool_bound(inst, PoolLimits(seconds=2.0, deterministic=0.5))
+    plan = ho.solve(inst, "greedy")
+    assert found.value is not None and above(found.value, plan.objective)
+    starts = fitting_starts(inst)
+    for job in inst.placed:
+        assert job.placed is not None
+        assert starts.get((job.index, job.placed.pool), [job.placed.start]) == [job.placed.start]

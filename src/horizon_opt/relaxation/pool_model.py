@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from horizon_opt.instance import FloatArray, Instance, earliest_starts, topological_order
+from horizon_opt.instance import FloatArray, Instance, Job, topological_order
 from horizon_opt.relaxation.columns import pool_free_gpus, whole_free_nodes
 
 MAX_UNITS = 2**53  # objective units in all: exact in a double, far from CP-SAT's int64 limit
@@ -66,6 +66,7 @@ class _Vars:
     job_start: dict[int, cp_model.IntVar] = field(default_factory=dict)
     job_end: dict[int, cp_model.IntVar] = field(default_factory=dict)
     runs: dict[int, cp_model.LinearExpr] = field(default_factory=dict)  # 1 when the job runs
+    last_end: dict[int, int] = field(default_factory=dict)  # the latest end of any of its runs
 
 
 @dataclass(frozen=True)
@@ -93,16 +94,40 @@ def units(value: float, scale: float) -> int:
     return max(0, math.ceil(value * scale - 1e-9))
 
 
+def run_length(job: Job, pool: int) -> int:
+    """Slots the job runs on the pool: its placed `end - start` when placed there."""
+    if job.placed is not None and job.placed.pool == pool:
+        return job.placed.end - job.placed.start
+    return job.durations[pool]
+
+
+def earliest(instance: Instance) -> list[int]:
+    """Each job's earliest start: a placed job's start; else its release, pushed past each
+    predecessor's earliest start plus its shortest run (a placed one's own length)."""
+    est = [j.placed.start if j.placed is not None else j.release for j in instance.jobs]
+    for j in topological_order(instance):
+        job = instance.jobs[j]
+        if job.placed is None:
+            for q in job.after:
+                pred = instance.jobs[q]
+                est[j] = max(est[j], est[q] + min(run_length(pred, p) for p in pred.durations))
+    return est
+
+
 def fitting_starts(instance: Instance) -> dict[tuple[int, int], list[int]]:
     """Per (job, pool), the starts at which it fits alone for its whole run: at or after its
     earliest start, ending by the horizon (by its deadline when nothing runs after it: a late
     job without successors adds nothing and takes room), within the pool's free GPUs and, for a
-    whole-node gang, its whole nodes. A job with a predecessor that can never run gets none."""
+    whole-node gang, its whole nodes. A placed job has its placed start only. A job with a
+    predecessor that can never run gets none."""
     S = instance.slots
-    est = earliest_starts(instance)
+    est = earliest(instance)
     free, whole = pool_free_gpus(instance), whole_free_nodes(instance)
     out: dict[tuple[int, int], list[int]] = {}
     for job in instance.jobs:
+        if job.placed is not None:
+            out[job.index, job.placed.pool] = [job.placed.start]
+            continue
         last_end = S if instance.successors[job.index] else job.latest_end(S)
         for p, d in job.durations.items():
             gang = job.gangs[p]
@@ -137,13 +162,14 @@ def add_runs(
         v.job_start[j] = model.new_int_var(0, S, f"s{j}")
         v.job_end[j] = model.new_int_var(0, S, f"e{j}")
         for p in pools:
-            d = job.durations[p]
+            d = run_length(job, p)
             s = model.new_int_var_from_domain(cp_model.Domain.from_values(starts[j, p]), "")
             lit = model.new_bool_var("")
             v.start[j, p], v.present[j, p] = s, lit
             v.interval[j, p] = model.new_optional_fixed_size_interval_var(s, d, lit, "")
             model.add(v.job_start[j] == s).only_enforce_if(lit)
             model.add(v.job_end[j] == s + d).only_enforce_if(lit)
+            v.last_end[j] = max(v.last_end.get(j, 0), starts[j, p][-1] + d)
         v.runs[j] = cp_model.LinearExpr.sum([v.present[j, p] for p in pools])
         model.add(v.runs[j] <= 1)
     return v
@@ -213,7 +239,7 @@ def add_objective(model: cp_model.CpModel, instance: Instance, v: _Vars, scale: 
         if j not in v.job_end:
             continue
         on_time: cp_model.LinearExprT = v.runs[j]
-        if instance.successors[j] and job.latest_end(S) < S:  # it may run late for a successor
+        if v.last_end[j] > job.latest_end(S):  # it may run late (for a successor, or placed)
             lit = model.new_bool_var("")
             model.add(lit <= v.runs[j])
             model.add(v.job_end[j] <= job.latest_end(S)).only_enforce_if(lit)
