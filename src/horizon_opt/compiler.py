@@ -39,6 +39,7 @@ from horizon_opt.spec import (
     InstanceSpec,
     show,
 )
+from horizon_opt.windows import first_start
 
 
 class _Compiler:
@@ -293,8 +294,9 @@ class _Compiler:
                     gpus=j.gpus,
                     durations=placeable,
                     gangs=gangs,
-                    # A placed job starts at its placed start; nothing else before now.
-                    release=placed.start if placed is not None else max(release, self.now),
+                    release=first_start(
+                        release, self.now, None if placed is None else placed.start
+                    ),
                     submitted=release if placed is None else min(release, placed.start),
                     deadline=deadline,
                     after=tuple(after),

@@ -115,9 +115,7 @@ class _Explainer:
         self.assigned = {a.job: a for a in plan.assignments}
         self.diagnosis = Diagnosis(self.inst, self.placements, layout)
         late = [
-            p.job
-            for p in self.placements
-            if p.end(self.inst) > self.inst.jobs[p.job].latest_end(self.inst.slots)
+            p.job for p in self.placements if not self.inst.windows[p.job].on_time(p.end(self.inst))
         ]
         placed = {p.job for p in self.placements}
         unplanned = [j.index for j in self.inst.jobs if j.index not in placed]
@@ -144,8 +142,8 @@ class _Explainer:
         ancestors = self._all_ancestors(j)
         for k in self._order:
             if k in ancestors and k not in self._alone_fit:
-                start = self._ready_alone(k)
-                fit = None if start is None else alone.earliest_end(inst.jobs[k], start, inst.slots)
+                start, last = self._ready_alone(k), inst.windows[k].horizon
+                fit = None if start is None else alone.earliest_end(inst.jobs[k], start, last)
                 self._alone_fit[k] = fit
         start = self._ready_alone(j)
         spans = [
@@ -177,7 +175,7 @@ class _Explainer:
         ]
         if any(e is None for e in ends):
             return None
-        return max([self.diagnosis.est[j], *(e for e in ends if e is not None)])
+        return max([self.inst.windows[j].ready, *(e for e in ends if e is not None)])
 
     def _joint_start(self, j: int, ancestors: set[int]) -> int | None:
         """Job j's earliest start after its ancestors placed one by one (each ending as early as
@@ -191,12 +189,12 @@ class _Explainer:
         ends: dict[int, int] = {}
 
         def ready(k: int) -> int:
-            return max([self.diagnosis.est[k], *(ends[p] for p in inst.jobs[k].after)])
+            return max([inst.windows[k].ready, *(ends[p] for p in inst.jobs[k].after)])
 
         for k in self._order:
             if k in ancestors:
                 job = inst.jobs[k]
-                fit = earliest_end(grid, job, ready(k), inst.slots)
+                fit = earliest_end(grid, job, ready(k), inst.windows[k].horizon)
                 if fit is None:
                     return None
                 grid.occupy(fit, job.gangs[fit.pool], job.durations[fit.pool])
@@ -234,7 +232,7 @@ class _Explainer:
         """The lowest value v such that the job fits in time with only the jobs worth more
         than v left in place, and that fit (a bisection: fewer jobs left, more room)."""
         job = self.inst.jobs[j]
-        ready, latest = self.diagnosis.ready(j), job.latest_end(self.inst.slots)
+        ready, latest = self.diagnosis.ready(j), self.inst.windows[j].latest_end
         lo, hi = 0, len(self.values)  # thresholds values[0..]; hi: every batch job moved
         fit: tuple[float, Fit] | None = None
         while lo < hi:
@@ -302,9 +300,9 @@ class _Explainer:
                 status=status, earliest_alone=None, earliest_alone_pool=None, **base
             )
         j = self.inst.job_index[job_id]
-        job, S = self.inst.jobs[j], self.inst.slots
+        job, last = self.inst.jobs[j], self.inst.windows[j].horizon
         start = self.chain_start(j)
-        alone = None if start is None else self.diagnosis.alone.earliest_start(job, start, S)
+        alone = None if start is None else self.diagnosis.alone.earliest_start(job, start, last)
         base["earliest_alone"] = None if alone is None else alone.start
         base["earliest_alone_pool"] = None if alone is None else self.inst.pools[alone.pool].name
         cause = self.causes.get(j)
@@ -321,14 +319,14 @@ class _Explainer:
     def _chain_too_late(self, j: int) -> str | None:
         """Why no priority is enough for a job that waits on its predecessors, when even they,
         each alone on the cluster as early as it can, end too late for it (None otherwise)."""
-        job, S = self.inst.jobs[j], self.inst.slots
+        job = self.inst.jobs[j]
         self.chain_start(j)
         ready = self._ready_alone(j)  # a bound: no plan has them all ended sooner
         if ready is None:
             return (
                 "no priority is enough: a job it runs after never fits on the cluster, even alone"
             )
-        latest = job.latest_end(S)
+        latest = self.inst.windows[j].latest_end
         if self.diagnosis.alone.can_start(job, ready, latest):
             return None
         return (
@@ -358,7 +356,7 @@ class _Explainer:
             self._without_below(_just_below(job.value), j),
             job,
             self.diagnosis.ready(j),
-            job.latest_end(self.inst.slots),
+            self.inst.windows[j].latest_end,
         )
         if insert is not None:
             out |= {

@@ -20,6 +20,7 @@ from horizon_opt.spec import (
     InstanceSpec,
     JobKind,
 )
+from horizon_opt.windows import StartWindow, due, start_windows
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -110,7 +111,7 @@ class Job:
     gpus: int
     durations: Mapping[int, int]  # allowed pool index -> duration in slots (placeable pools only)
     gangs: Mapping[int, Gang]  # the same pools -> how the job sits on that pool's nodes
-    release: int
+    release: int  # the first slot it may start (`windows.first_start`): read `Instance.windows`
     deadline: int | None
     after: tuple[int, ...]  # job indices
     work_hours: float  # gpus * fastest duration * hours per slot
@@ -133,6 +134,10 @@ class Job:
         """What the job adds to pwo when it ends on time."""
         return self.priority * self.work_hours
 
+    @property
+    def placed_start(self) -> int | None:
+        return None if self.placed is None else self.placed.start
+
     @cached_property
     def fastest_first(self) -> tuple[tuple[int, int], ...]:
         """(pool, duration) of its pools, fastest first (ties: first pool): the order in which
@@ -140,8 +145,9 @@ class Job:
         return tuple(sorted(self.durations.items(), key=lambda item: (item[1], item[0])))
 
     def latest_end(self, slots: int) -> int:
-        """The last end slot at which the job still earns its value."""
-        return slots if self.deadline is None else min(slots, self.deadline)
+        """The last end slot at which the job still earns its value (`windows.due`; a solver
+        reads `Instance.windows`)."""
+        return due(self.deadline, slots)
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,12 @@ class Instance:
             for p in job.after:
                 out[p].append(job.index)
         return tuple(tuple(x) for x in out)
+
+    @cached_property
+    def windows(self) -> tuple[StartWindow, ...]:
+        """When each job may start and end (`windows.py`, the one owner of the time rules)."""
+        order = topological_order(self)
+        return start_windows(self.jobs, order, self.successors, self.slots, self.now)
 
     @cached_property
     def node_index(self) -> dict[str, int]:
@@ -275,14 +287,9 @@ def topological_order(instance: Instance, key: Callable[[int], Any] | None = Non
 
 
 def earliest_starts(instance: Instance) -> list[int]:
-    """Each job's earliest start: its release, pushed past the shortest runs of its predecessors."""
-    est = [j.release for j in instance.jobs]
-    for j in topological_order(instance):
-        job = instance.jobs[j]
-        for p in job.after:
-            pred = instance.jobs[p]
-            est[j] = max(est[j], est[p] + min(pred.durations.values()))
-    return est
+    """Each job's earliest start: its release, pushed past the shortest runs of its predecessors
+    (`StartWindow.ready`)."""
+    return [w.ready for w in instance.windows]
 
 
 def _placed_gpus(jobs: Sequence[Job], shape: tuple[int, int]) -> IntArray:

@@ -19,6 +19,7 @@ from horizon_opt.compiler import _Compiler
 from horizon_opt.errors import InstanceError
 from horizon_opt.instance import Instance, IntArray, Job, Placed
 from horizon_opt.spec import InstanceSpec, PlacedSpec
+from horizon_opt.windows import first_start
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def instance_at(
                 )
             jobs.append(_job(job, new, after, job.release, job.placed))
         else:
-            jobs.append(_job(job, new, after, max(job.release, now), None))
+            jobs.append(_job(job, new, after, first_start(job.release, now, None), None))
     if not problems:
         problems = _check_placed(instance, jobs, now)
     if problems:

@@ -42,13 +42,12 @@ def _unused_pools(instance: Instance) -> list[str]:
 def _job_warnings(instance: Instance) -> list[str]:
     """Jobs that can never end in time, or never run at all, on a cluster with no other batch
     work (inference and outages still hold, and a job still starts after its predecessors)."""
-    S = instance.slots
-    never = S + 1  # the earliest end of a job that cannot end within the horizon
+    never = instance.slots + 1  # the earliest end of a job that cannot end within the horizon
     room = {p.index: _EmptyPool(instance, p) for p in instance.pools}
     earliest_end: dict[int, int] = {}
     found: dict[int, list[str]] = {}
     for j in topological_order(instance):
-        job = instance.jobs[j]
+        job, window = instance.jobs[j], instance.windows[j]
         earliest_end[j] = never
         blocked = [k for k, p in enumerate(job.after) if earliest_end[p] == never]
         shortest = min(job.durations.values())
@@ -58,25 +57,25 @@ def _job_warnings(instance: Instance) -> list[str]:
                 "never run"
                 for k in blocked
             ]
-        elif shortest > S - job.release:
+        elif shortest > (left := window.horizon - window.earliest):
             found[j] = [
                 f"jobs[{j}].duration: its shortest run ({shortest} slots) is longer than the "
-                f"{S - job.release} slots left after its release (slot {job.release}): it can "
+                f"{left} slots left after its release (slot {window.earliest}): it can "
                 "never run"
             ]
         else:
-            ready = max([job.release, *(earliest_end[p] for p in job.after)])
+            ready = window.after(earliest_end[p] for p in job.after)
             end = min(room[p].earliest_end(job, p, ready) for p in job.durations)
             earliest_end[j] = end
             if end == never:
                 found[j] = [
-                    f"jobs[{j}]: cannot end within the horizon (slot {S}) even on an empty "
-                    f"cluster (inference and outages only, a start at slot {ready} or later): it "
-                    "can never run"
+                    f"jobs[{j}]: cannot end within the horizon (slot {window.horizon}) even on "
+                    f"an empty cluster (inference and outages only, a start at slot {ready} or "
+                    "later): it can never run"
                 ]
-            elif job.deadline is not None and end > job.deadline:
+            elif not window.on_time(end):
                 found[j] = [
-                    f"jobs[{j}]: cannot end by its deadline (slot {job.deadline}) even on an "
+                    f"jobs[{j}]: cannot end by its deadline (slot {window.latest_end}) even on an "
                     f"empty cluster: earliest end is slot {end}"
                 ]
     return [line for j in sorted(found) for line in found[j]]

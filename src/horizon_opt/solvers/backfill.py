@@ -50,7 +50,7 @@ def _pass_slots(instance: Instance, layout: Layout) -> list[int]:
     """Slots where a pass can start something new, as a heap: a release, or inference giving
     GPUs back (the ends of jobs join as they start)."""
     grows = np.flatnonzero((np.diff(layout.free, axis=1) > 0).any(axis=0)) + 1
-    return sorted({0, *(j.release for j in instance.jobs), *grows.tolist()})
+    return sorted({0, *(w.earliest for w in instance.windows), *grows.tolist()})
 
 
 def _age_order(job: Job) -> tuple[float, ...]:
@@ -72,7 +72,7 @@ def solve(
     started = time.perf_counter()
     layout = static_peak_layout(instance) if static else elastic_layout(instance)
     free: IntArray = layout.free.astype(np.int64).copy()  # [N, S] left by the started jobs
-    S = instance.slots
+    S, windows = instance.slots, instance.windows
     rank = _value_order if by_value else _age_order
     order = {j.index: rank(j) for j in instance.jobs}
     placements: dict[int, Placement] = {}
@@ -89,22 +89,22 @@ def solve(
                 for j in instance.jobs
                 if j.index not in placements
                 and j.index not in given_up
-                and j.release <= t
+                and windows[j.index].earliest <= t
                 and all(q in placements and placements[q].end(instance) <= t for q in j.after)
             ),
             key=order.__getitem__,
         )
         grid = CapacityGrid(instance, free)  # running jobs taken; reservations on this copy
         for j in waiting[:MAX_JOB_TEST]:
-            job = instance.jobs[j]
-            if t + min(job.durations.values()) > job.latest_end(S):
+            job, window = instance.jobs[j], windows[j]
+            if not window.on_time(t + min(job.durations.values())):
                 given_up.add(j)  # it can no longer end in time, on any pool
                 continue
-            fit = earliest_start(grid, job, t, S)
+            fit = earliest_start(grid, job, t, window.horizon)
             if fit is None:
                 continue  # no room as things stand: no reservation, wait for a later pass
             gang, d = job.gangs[fit.pool], job.durations[fit.pool]
-            if fit.start + d > job.latest_end(S):
+            if not window.on_time(fit.start + d):
                 continue  # it would end late as things stand: likewise
             grid.occupy(fit, gang, d)
             if fit.start == t:  # its reservation is now: it starts

@@ -38,7 +38,7 @@ def left_shift(
             ends[p.job] = p.end(instance)
             continue
         gang, duration = job.gangs[p.pool], job.durations[p.pool]
-        ready = max([job.release, instance.now, *(ends[q] for q in job.after)])
+        ready = instance.windows[p.job].after(ends[q] for q in job.after)
         if ready >= p.start:
             out.append(p)
             ends[p.job] = p.end(instance)

@@ -24,17 +24,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, Job, earliest_starts, topological_order
+from horizon_opt.instance import Instance, Job, topological_order
 from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
+from horizon_opt.windows import StartWindow
 
 
-def _until(job: Job, slots: int) -> tuple[str, str]:
+def _until(window: StartWindow) -> tuple[str, str]:
     """('end by its deadline (slot d)', 'its deadline (slot d)'), or the same for the horizon."""
-    latest = job.latest_end(slots)
-    if job.deadline is not None and latest < slots:
+    latest, slots = window.latest_end, window.horizon
+    if latest < slots:
         return f"end by its deadline (slot {latest})", f"its deadline (slot {latest})"
     return f"end within the horizon ({slots} slots)", f"the end of the horizon (slot {slots})"
 
@@ -59,7 +60,6 @@ class Diagnosis:
                 self.on_node.setdefault(n, []).append(p)
         self.free = layout.free
         self.alone = AloneView(instance)
-        self.est = earliest_starts(instance)  # release, and predecessors' shortest runs
         self._worth = [j.value for j in instance.jobs]
         for j in reversed(topological_order(instance)):
             for q in instance.successors[j]:
@@ -118,7 +118,7 @@ class Diagnosis:
         """Job j's earliest start in this plan: its release and its planned predecessors' ends."""
         job = self.instance.jobs[j]
         ends = [self.placed[q].end(self.instance) for q in job.after if q in self.placed]
-        return max([job.release, *ends])
+        return self.instance.windows[j].after(ends)
 
     def holders(self, fit: Fit, j: int, worth_less: bool) -> tuple[int, ...]:
         """The plan's jobs (other than j) on the window's nodes during it, worth less than j or
@@ -153,17 +153,17 @@ class Diagnosis:
         return f"slot {fit.start} on {self.instance.pools[fit.pool].name}"
 
     def _cause(self, j: int, full: CapacityGrid, outranked: CapacityGrid) -> Cause:
-        inst, job = self.instance, self.instance.jobs[j]
-        S, latest = inst.slots, job.latest_end(inst.slots)
-        end_in_time, until = _until(job, S)
+        inst, job, window = self.instance, self.instance.jobs[j], self.instance.windows[j]
+        S, latest = window.horizon, window.latest_end
+        end_in_time, until = _until(window)
         if not self.alone.can_start(job, 0, S):
             return Cause(Code.NO_FITTING_POOL, self._no_pool(job))
-        est = self.est[j]
+        est = window.ready
         if not self.alone.can_start(job, est, latest):
             first = self.alone.earliest_end(job, est, S)
             since = (
                 f"released at slot {est}"
-                if est == job.release
+                if est == window.earliest
                 else f"after its predecessors' shortest runs (slot {est})"
             )
             shortest = min(job.durations.values())

@@ -27,8 +27,7 @@ def release_order(instance: Instance) -> list[int]:
     """
     eff: dict[int, int] = {}
     for j in topological_order(instance):
-        job = instance.jobs[j]
-        eff[j] = max([job.release, *(eff[p] for p in job.after)])
+        eff[j] = instance.windows[j].after(eff[p] for p in instance.jobs[j].after)
     return topological_order(instance, key=eff.__getitem__)
 
 
@@ -42,11 +41,12 @@ def fifo_placements(instance: Instance, layout: Layout) -> list[Placement]:
         job = instance.jobs[j]
         if any(p not in placements for p in job.after):
             continue
-        t0 = max([job.release, floor, *(placements[p].end(instance) for p in job.after)])
+        window = instance.windows[j]
+        t0 = max(floor, window.after(placements[p].end(instance) for p in job.after))
         best: Fit | None = None
         for pool_idx, d in sorted(job.durations.items()):
             fit = grid.earliest_in_pool(
-                instance.pools[pool_idx], job.gangs[pool_idx], d, t0, instance.slots, "first"
+                instance.pools[pool_idx], job.gangs[pool_idx], d, t0, window.horizon, "first"
             )
             if fit is not None and (best is None or fit.start < best.start):
                 best = fit

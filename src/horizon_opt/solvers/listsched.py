@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from horizon_opt.inference import Layout
 from horizon_opt.instance import Instance, Job, topological_order
-from horizon_opt.solvers.assemble import Placement, ready_at
+from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 
 Rank = tuple[float, ...]
@@ -83,8 +83,9 @@ def place_in_order(
         job = instance.jobs[j]
         if any(p not in placements for p in job.after):
             continue
-        t0 = ready_at(instance, j, placements)
-        latest = job.latest_end(instance.slots)
+        window = instance.windows[j]
+        t0 = window.after(placements[p].end(instance) for p in job.after)
+        latest = window.latest_end
         best = None
         for only in ([pools[j]] if pools is not None and j in pools else []) + [None]:
             if targets is not None and targets.get(j, t0) > t0:
@@ -95,7 +96,7 @@ def place_in_order(
                 break
         if best is None and instance.successors[j]:
             # Too late to earn its own value, but its successors may still earn theirs.
-            best = earliest_end(grid, job, t0, instance.slots)
+            best = earliest_end(grid, job, t0, window.horizon)
         if best is None:
             continue
         grid.occupy(best, job.gangs[best.pool], job.durations[best.pool])

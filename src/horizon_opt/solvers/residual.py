@@ -31,7 +31,7 @@ def residual_instance(instance: Instance) -> Instance:
             replace(
                 job,
                 index=k,
-                release=max([job.release, *ends]),
+                release=instance.windows[job.index].after(ends),
                 after=tuple(renumber[q] for q in job.after if q in renumber),
             )
         )
@@ -43,7 +43,7 @@ def placed_value(instance: Instance) -> float:
     return sum(
         j.value
         for j in instance.jobs
-        if j.placed is not None and j.placed.end <= j.latest_end(instance.slots)
+        if j.placed is not None and instance.windows[j.index].on_time(j.placed.end)
     )
 
 
