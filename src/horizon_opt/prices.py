@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from horizon_opt.instance import FloatArray, Instance, earliest_starts
+from horizon_opt.instance import FloatArray, Instance
 from horizon_opt.relaxation import pool_free_gpus, solve_lp
 from horizon_opt.times import iso
 
@@ -91,15 +91,12 @@ def jobs_with_new_runs(instance: Instance) -> tuple[int, ...]:
     the extra node's GPUs from `now` on. (A gang that needs every node of the pool plus one is
     not counted: the compiled instance no longer lists the pool for it.)
     """
-    S = instance.slots
     free = pool_free_gpus(instance)
-    est = earliest_starts(instance)
-    future = np.arange(S) >= instance.now
+    future = np.arange(instance.slots) >= instance.now
     counts = [0] * len(instance.pools)
-    for job in instance.jobs:
-        last_end = S if instance.successors[job.index] else job.latest_end(S)
+    for job, window in zip(instance.jobs, instance.windows, strict=True):
         for p, d in job.durations.items():
-            starts = np.arange(est[job.index], last_end - d + 1)
+            starts = np.arange(window.ready, window.useful_end - d + 1)
             if not len(starts):
                 continue
             more = free[p] + instance.pools[p].gpus_per_node * future

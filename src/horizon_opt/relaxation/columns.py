@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from horizon_opt.instance import FloatArray, Instance, IntArray, earliest_starts, topological_order
+from horizon_opt.instance import FloatArray, Instance, IntArray, topological_order
 
 
 @dataclass(frozen=True)
@@ -110,20 +110,15 @@ def whole_free_nodes(instance: Instance) -> FloatArray:
 
 def build_columns(instance: Instance) -> Columns:
     """Every run that fits alone, with one dependency row per dependency."""
-    S = instance.slots
-    est = earliest_starts(instance)
+    windows = instance.windows
     free = np.asarray(pool_free_gpus(instance), dtype=np.float64)
     whole = whole_free_nodes(instance)
-    has_successor = [False] * len(instance.jobs)
-    for job in instance.jobs:
-        for p in job.after:
-            has_successor[p] = True
     runs: list[list[tuple[int, IntArray, int, int, int]]] = []  # (pool, starts, d, gpus, nodes)
     for job in instance.jobs:
         runs.append([])
-        last_end = S if has_successor[job.index] else job.latest_end(S)
+        window = windows[job.index]
         for p, d in job.durations.items():
-            starts = np.arange(est[job.index], last_end - d + 1, dtype=np.int64)
+            starts = np.arange(window.ready, window.useful_end - d + 1, dtype=np.int64)
             if not len(starts):
                 continue
             gang = job.gangs[p]
@@ -146,7 +141,7 @@ def build_columns(instance: Instance) -> Columns:
     job_of = per_column([part[0] for part in parts])
     start = np.concatenate([part[2] for part in parts]) if parts else np.zeros(0, np.int64)
     dur = per_column([part[3] for part in parts])
-    latest_end = np.array([job.latest_end(S) for job in instance.jobs], dtype=np.int64)
+    latest_end = np.array([w.latest_end for w in windows], dtype=np.int64)
     job_value = np.array([job.value for job in instance.jobs], dtype=np.float64)
     on_time = start + dur <= latest_end[job_of]
     pool_of = per_column([part[1] for part in parts])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from horizon_opt.instance import FloatArray, Instance, IntArray, topological_order
-from horizon_opt.solvers.assemble import Placement, ready_at
+from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 from horizon_opt.solvers.listsched import Rank, earliest_end
@@ -113,14 +113,14 @@ class Ejector:
     def windows(self, j: int) -> list[Window]:
         """The cheapest eviction windows for waiting job j, over its pools and starts."""
         inst, inc = self.inst, self.inc
-        S, job = inst.slots, inst.jobs[j]
-        t0 = ready_at(inst, j, inc.placements)
+        S, job, window = inst.slots, inst.jobs[j], inst.windows[j]
+        t0 = window.after(inc.placements[q].end(inst) for q in job.after)
         found: list[Window] = []
         work = self._work_by_pool()
         for p, d in job.durations.items():
             pool = inst.pools[p]
             k, need = job.gangs[p].nodes, job.gangs[p].gpus_per_node
-            last = job.latest_end(S) - d
+            last = window.latest_start(p)
             if last < t0:
                 continue
             starts = np.arange(t0, last + 1)
@@ -198,7 +198,9 @@ class Ejector:
             if any(r not in placed for r in inst.jobs[q].after):
                 continue
             job = inst.jobs[q]
-            fit = earliest_end(grid, job, ready_at(inst, q, placed), job.latest_end(inst.slots))
+            window = inst.windows[q]
+            ready = window.after(placed[r].end(inst) for r in job.after)
+            fit = earliest_end(grid, job, ready, window.latest_end)
             if fit is not None:
                 back[q] = Placement(q, fit.pool, fit.start, fit.nodes)
                 self._take(back[q])

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from horizon_opt.inference import Layout
-from horizon_opt.instance import FloatArray, Instance, IntArray, Job, earliest_starts
+from horizon_opt.instance import FloatArray, Instance, IntArray, Job
 from horizon_opt.params import SearchParams
 from horizon_opt.relaxation import Relaxation, whole_free_nodes
 from horizon_opt.solvers.assemble import Placement, drop_idle_late
@@ -179,7 +179,6 @@ def gang_reservation(instance: Instance, guide: LpGuide, ranks: list[Rank]) -> I
     yet taken all along its run, preferring those whose last gang ended latest (tight in time).
     """
     S, N = instance.slots, len(instance.node_names)
-    est = earliest_starts(instance)
     room = whole_free_nodes(instance).astype(np.int64)
     gangs = [j.index for j in instance.jobs if guide.selected(j.index) and whole_node(instance, j)]
     planned: list[tuple[int, int, int]] = []  # (start, job, pool)
@@ -189,7 +188,7 @@ def gang_reservation(instance: Instance, guide: LpGuide, ranks: list[Rank]) -> I
         pools = sorted(job.durations, key=lambda p: (p != lp_pool, job.durations[p], p))
         for p in pools:
             d, n = job.durations[p], job.gangs[p].nodes
-            lo, hi = est[j], job.latest_end(S) - d
+            lo, hi = instance.windows[j].ready, instance.windows[j].latest_start(p)
             aim = min(max(lo, guide.start.get(j, lo)), hi + 1)
             starts = itertools.chain(range(aim, hi + 1), range(lo, aim))
             start = next((s for s in starts if room[p, s : s + d].min() >= n), None)

@@ -144,8 +144,8 @@ class Lns:
             for i, j in enumerate(waiting)
             if j not in seed_jobs
             and pool.index in inst.jobs[j].durations
-            and self.search.est[j] < b
-            and (inst.jobs[j].latest_end(S) > a or inst.successors[j])
+            and inst.windows[j].ready < b
+            and (inst.windows[j].latest_end > a or inst.successors[j])
         ]
         room = min(len(fits), max(self.params.lns_waiting_min, max_free - len(free_jobs)))
         if room and weights[fits].sum() > 0:
@@ -162,7 +162,6 @@ class Lns:
     def subproblem(self, free_jobs: list[int], nodes: list[int], kind: str) -> Subproblem:
         """Free `free_jobs` on `nodes`; every other job stays where it is."""
         inst, inc = self.inst, self.inc
-        S = inst.slots
         free_set = set(free_jobs)
         released = {j: inc.placements[j] for j in free_jobs if j in inc.placements}
         residual = (inc.free - inc.used)[nodes].copy()
@@ -176,11 +175,10 @@ class Lns:
         must: set[int] = set()
         for j in free_jobs:
             job = inst.jobs[j]
-            lo = job.release
-            for q in job.after:
-                if q not in free_set:
-                    lo = max(lo, inc.placements[q].end(inst))
-            hi = S
+            lo = inst.windows[j].after(
+                inc.placements[q].end(inst) for q in job.after if q not in free_set
+            )
+            hi = inst.windows[j].horizon
             for s in inst.successors[j]:
                 if s not in free_set and s in inc.placements:
                     hi = min(hi, inc.placements[s].start)
@@ -206,9 +204,10 @@ class Lns:
         )
         pool = inst.pools[p]
         d = job.durations[p]
-        lo, hi = self.search.est[j], job.latest_end(inst.slots)
+        window = inst.windows[j]
+        lo, hi = window.ready, window.latest_end
         if hi - lo < d:
-            hi = inst.slots  # runs late for a successor, if at all
+            hi = window.horizon  # runs late for a successor, if at all
         if hi - lo < d:
             return None
         centre = guide.start.get(j) if guide is not None else None

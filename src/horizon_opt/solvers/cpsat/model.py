@@ -155,7 +155,7 @@ class NodeModel:
             m.add(present <= 1)
             if j in self.sub.must_run:
                 m.add(present == 1)
-            due = job.latest_end(self.inst.slots)
+            due = self.inst.windows[j].latest_end
             if due >= hi:
                 self.on_time[j] = list(self.on_pool[j].values())
             elif due - lo >= dmin:
