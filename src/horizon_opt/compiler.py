@@ -294,9 +294,7 @@ class _Compiler:
                     gpus=j.gpus,
                     durations=placeable,
                     gangs=gangs,
-                    release=first_start(
-                        release, self.now, None if placed is None else placed.start
-                    ),
+                    release=first_start(release, self.now, placed),
                     submitted=release if placed is None else min(release, placed.start),
                     deadline=deadline,
                     after=tuple(after),

@@ -134,10 +134,6 @@ class Job:
         """What the job adds to pwo when it ends on time."""
         return self.priority * self.work_hours
 
-    @property
-    def placed_start(self) -> int | None:
-        return None if self.placed is None else self.placed.start
-
     @cached_property
     def fastest_first(self) -> tuple[tuple[int, int], ...]:
         """(pool, duration) of its pools, fastest first (ties: first pool): the order in which

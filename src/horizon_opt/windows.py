@@ -15,6 +15,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 
+class Started(Protocol):
+    """A placed job's placement (`instance.Placed` is one)."""
+
+    @property
+    def start(self) -> int: ...
+
+
 class Timed(Protocol):
     """What the rules read of a job (`instance.Job` has it)."""
 
@@ -27,13 +34,13 @@ class Timed(Protocol):
     @property
     def after(self) -> tuple[int, ...]: ...
     @property
-    def placed_start(self) -> int | None: ...
+    def placed(self) -> Started | None: ...
 
 
-def first_start(release: int, now: int, placed_start: int | None) -> int:
+def first_start(release: int, now: int, placed: Started | None) -> int:
     """The first slot a job may start, as its compiled `Job.release` holds it: a placed job at its
     placed start, any other at its release but not before `now` (earlier slots are history)."""
-    return placed_start if placed_start is not None else max(release, now)
+    return placed.start if placed is not None else max(release, now)
 
 
 def due(deadline: int | None, slots: int) -> int:
@@ -78,7 +85,7 @@ def start_windows(
     now: int,
 ) -> tuple[StartWindow, ...]:
     """Every job's window; `order` lists predecessors first (`instance.topological_order`)."""
-    earliest = [first_start(job.release, now, job.placed_start) for job in jobs]
+    earliest = [first_start(job.release, now, job.placed) for job in jobs]
     ready = list(earliest)
     for j in order:
         for p in jobs[j].after:
