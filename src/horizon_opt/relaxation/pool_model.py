@@ -120,7 +120,6 @@ def fitting_starts(instance: Instance) -> dict[tuple[int, int], list[int]]:
     job without successors adds nothing and takes room), within the pool's free GPUs and, for a
     whole-node gang, its whole nodes. A placed job has its placed start only. A job with a
     predecessor that can never run gets none."""
-    S = instance.slots
     est = earliest(instance)
     free, whole = pool_free_gpus(instance), whole_free_nodes(instance)
     out: dict[tuple[int, int], list[int]] = {}
@@ -128,7 +127,7 @@ def fitting_starts(instance: Instance) -> dict[tuple[int, int], list[int]]:
         if job.placed is not None:
             out[job.index, job.placed.pool] = [job.placed.start]
             continue
-        last_end = S if instance.successors[job.index] else job.latest_end(S)
+        last_end = instance.windows[job.index].useful_end
         for p, d in job.durations.items():
             gang = job.gangs[p]
             ok = free[p] >= job.gpus - 1e-9
@@ -232,17 +231,17 @@ def add_dependencies(model: cp_model.CpModel, instance: Instance, v: _Vars) -> N
 
 def add_objective(model: cp_model.CpModel, instance: Instance, v: _Vars, scale: float) -> None:
     """Maximize the value of the jobs that run and end on time, plus kept promises' bonuses."""
-    S = instance.slots
     terms: list[cp_model.LinearExprT] = []
     for job in instance.jobs:
         j = job.index
         if j not in v.job_end:
             continue
         on_time: cp_model.LinearExprT = v.runs[j]
-        if v.last_end[j] > job.latest_end(S):  # it may run late (for a successor, or placed)
+        due = instance.windows[j].latest_end
+        if v.last_end[j] > due:  # it may run late (for a successor, or placed)
             lit = model.new_bool_var("")
             model.add(lit <= v.runs[j])
-            model.add(v.job_end[j] <= job.latest_end(S)).only_enforce_if(lit)
+            model.add(v.job_end[j] <= due).only_enforce_if(lit)
             on_time = lit
         terms.append(units(job.value, scale) * on_time)
         promise = job.promise

@@ -266,7 +266,7 @@ class _Replayer:
                 self.cancel_after(j)
             else:
                 self.done.add(j)
-                if job.deadline is None or run.end <= job.deadline:
+                if self.inst.windows[j].on_time(run.end):
                     self.realized += job.value
         return bool(ended)
 
@@ -354,13 +354,12 @@ class _Replayer:
     def to_predict(self, t: int) -> set[int]:
         """The waiting jobs a `-predict` policy bets on: those whose limit cannot end in time
         from `t` even alone on the cluster (see `simulate.runtimes`)."""
-        S = self.inst.slots
         return {
             j
             for j in self.known(t)
             if j not in self.running
             and self.inst.jobs[j].release <= t
-            and not self.alone.can_start(self.inst.jobs[j], t, self.inst.jobs[j].latest_end(S))
+            and not self.alone.can_start(self.inst.jobs[j], t, self.inst.windows[j].latest_end)
         }
 
     def down_from(self, run: _Run, t: int) -> int:

@@ -41,10 +41,9 @@ class Placement:
         """What the placement adds to the objective: the job's value when it ends on time (plus
         its promise's bonus when it keeps the promised start), else 0 (a late job may still
         enable others)."""
-        job = instance.jobs[self.job]
-        if self.end(instance) > job.latest_end(instance.slots):
+        if not instance.windows[self.job].on_time(self.end(instance)):
             return 0.0
-        return job.value + self.bonus(instance)
+        return instance.jobs[self.job].value + self.bonus(instance)
 
     def bonus(self, instance: Instance) -> float:
         """The stability bonus it earns: its job's promise, kept (callers check it is on time)."""
@@ -52,12 +51,6 @@ class Placement:
         if promise is None or (promise.pool, promise.start) != (self.pool, self.start):
             return 0.0
         return promise.bonus
-
-
-def ready_at(instance: Instance, j: int, placements: Mapping[int, Placement]) -> int:
-    """Job j's earliest start: its release, and the ends of its (placed) predecessors."""
-    job = instance.jobs[j]
-    return max([job.release, *(placements[p].end(instance) for p in job.after)])
 
 
 def drop_idle_late(instance: Instance, placements: Sequence[Placement]) -> list[Placement]:

@@ -34,7 +34,7 @@ def full_subproblem(search: Search, inc: Incumbent, decide_layout: bool) -> Subp
         nodes=list(range(inst.num_nodes)),
         residual=(inst.capacity if decide_layout else search.layout.free).astype(np.int64),
         earliest={j: search.est[j] for j in jobs},
-        latest_end=dict.fromkeys(jobs, inst.slots),
+        latest_end={j: inst.windows[j].horizon for j in jobs},
         hint=dict(inc.placements),
         inference_hint=search.layout if decide_layout else None,
     )
