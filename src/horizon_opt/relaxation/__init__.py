@@ -1,8 +1,9 @@
-"""The time-indexed relaxation of the planning problem and the proven bound on pwo it gives.
+"""Relaxations of the planning problem and the proven bounds on pwo they give.
 
-Pool-level runs (job, pool, start) as columns (`columns`), its LP by column generation
-(`master`) certified by weak duality (`certificate`), HiGHS's MIP on it when small (`mip`), and
-the entry points (`bound`). It uses HiGHS only, no CP-SAT.
+The time-indexed relaxation: pool-level runs (job, pool, start) as columns (`columns`), its LP by
+column generation (`master`) certified by weak duality (`certificate`), HiGHS's MIP on it when
+small (`mip`), and the entry points (`bound`). The second bound, a pool-level CP-SAT model
+(`pool_model`), keeps dependencies exact and drops node placement.
 """
 
 from horizon_opt.relaxation.bound import Bound, Relaxation, proven_bound, solve_lp, tighten
