@@ -77,23 +77,10 @@ class Lns:
         With `avoid`, the result shares no node, no job and no dependency with that subproblem,
         so both can be solved at once and both results applied.
         """
-        inst, inc, rng = self.inst, self.inc, self.rng
-        S = inst.slots
-        avoid_nodes: set[int] = set(avoid.nodes) if avoid else set()
-        avoid_jobs: set[int] = set()
-        if avoid is not None:
-            for j in avoid.jobs:
-                avoid_jobs.add(j)
-                avoid_jobs.update(inst.jobs[j].after)
-                avoid_jobs.update(inst.successors[j])
-        open_nodes = [[n for n in p.node_range if n not in avoid_nodes] for p in inst.pools]
-        waiting = [
-            j.index
-            for j in inst.jobs
-            if j.index not in inc.placements
-            and j.index not in avoid_jobs
-            and all(q in inc.placements for q in j.after)
-        ]
+        rng = self.rng
+        avoid_nodes, avoid_jobs = self.avoided(avoid)
+        open_nodes = [[n for n in p.node_range if n not in avoid_nodes] for p in self.inst.pools]
+        waiting = self.waiting(avoid_jobs)
         weights = self.weights(waiting)
         target = None
         if waiting and weights.sum() > 0 and rng.random() < self.params.around_waiting_share:
@@ -105,27 +92,86 @@ class Lns:
         if target is not None:
             pool, chosen, a, b, seed_jobs = target
         else:
-            sizes = np.array([len(nodes) for nodes in open_nodes], dtype=float)
-            if sizes.sum() == 0:
+            window = self.random_window(open_nodes, n_nodes, width)
+            if window is None:
                 return None
-            pool = inst.pools[int(rng.choice(len(inst.pools), p=sizes / sizes.sum()))]
-            pool_nodes = np.array(open_nodes[pool.index])
-            a = int(rng.integers(0, max(1, S - width + 1)))
-            b = min(S, a + width)
-            # Nodes drawn by the GPU-slots left idle in the window (plus one, so all can come).
-            idle = (inc.free - inc.used)[pool_nodes, a:b].sum(axis=1) + 1.0
-            chosen = set(
-                int(n)
-                for n in rng.choice(
-                    pool_nodes,
-                    size=min(n_nodes, len(pool_nodes)),
-                    replace=False,
-                    p=idle / idle.sum(),
-                )
-            )
+            pool, chosen, a, b = window
             seed_jobs = []
+        free_jobs = self.running_in(chosen, a, b, n_nodes, avoid_nodes, avoid_jobs)
+        rng.shuffle(free_jobs)
+        free_jobs = seed_jobs + free_jobs[: max(0, max_free - len(seed_jobs))]
+        free_jobs += self.waiting_picks(
+            waiting, weights, seed_jobs, pool, a, b, max_free - len(free_jobs)
+        )
+        if not free_jobs:
+            return None
+        kind = "window" if target is None else "around a waiting job"
+        return self.subproblem(free_jobs, sorted(chosen), kind)
+
+    def avoided(self, avoid: Subproblem | None) -> tuple[set[int], set[int]]:
+        """The nodes and jobs a subproblem solved alongside `avoid` must leave alone: its nodes,
+        and its jobs with their predecessors and successors."""
+        avoid_nodes: set[int] = set(avoid.nodes) if avoid else set()
+        avoid_jobs: set[int] = set()
+        if avoid is not None:
+            for j in avoid.jobs:
+                avoid_jobs.add(j)
+                avoid_jobs.update(self.inst.jobs[j].after)
+                avoid_jobs.update(self.inst.successors[j])
+        return avoid_nodes, avoid_jobs
+
+    def waiting(self, avoid_jobs: set[int]) -> list[int]:
+        """Unplaced jobs whose predecessors are all placed: those a subproblem may start."""
+        inc = self.inc
+        return [
+            j.index
+            for j in self.inst.jobs
+            if j.index not in inc.placements
+            and j.index not in avoid_jobs
+            and all(q in inc.placements for q in j.after)
+        ]
+
+    def random_window(
+        self, open_nodes: list[list[int]], n_nodes: int, width: int
+    ) -> tuple[Pool, set[int], int, int] | None:
+        """A pool drawn by its open nodes, a window of `width` slots, and nodes drawn by the
+        GPU-slots left idle there; None when no node is open."""
+        inst, inc, rng = self.inst, self.inc, self.rng
+        S = inst.slots
+        sizes = np.array([len(nodes) for nodes in open_nodes], dtype=float)
+        if sizes.sum() == 0:
+            return None
+        pool = inst.pools[int(rng.choice(len(inst.pools), p=sizes / sizes.sum()))]
+        pool_nodes = np.array(open_nodes[pool.index])
+        a = int(rng.integers(0, max(1, S - width + 1)))
+        b = min(S, a + width)
+        # Nodes drawn by the GPU-slots left idle in the window (plus one, so all can come).
+        idle = (inc.free - inc.used)[pool_nodes, a:b].sum(axis=1) + 1.0
+        chosen = set(
+            int(n)
+            for n in rng.choice(
+                pool_nodes,
+                size=min(n_nodes, len(pool_nodes)),
+                replace=False,
+                p=idle / idle.sum(),
+            )
+        )
+        return pool, chosen, a, b
+
+    def running_in(
+        self,
+        chosen: set[int],
+        a: int,
+        b: int,
+        n_nodes: int,
+        avoid_nodes: set[int],
+        avoid_jobs: set[int],
+    ) -> list[int]:
+        """Placed jobs on the chosen nodes in [a, b). A gang that is only partly on them brings
+        its other nodes into `chosen` (up to twice `n_nodes`, none of `avoid_nodes`)."""
+        inst = self.inst
         free_jobs: list[int] = []
-        for j, p in inc.placements.items():
+        for j, p in self.inc.placements.items():
             if j in avoid_jobs:
                 continue
             if p.start < b and p.end(inst) > a and chosen.intersection(p.nodes):
@@ -136,9 +182,21 @@ class Lns:
                         continue
                     chosen.update(p.nodes)
                 free_jobs.append(j)
-        rng.shuffle(free_jobs)
-        free_jobs = seed_jobs + free_jobs[: max(0, max_free - len(seed_jobs))]
-        # Waiting jobs that could run on this pool in the window, drawn by value (and LP share).
+        return free_jobs
+
+    def waiting_picks(
+        self,
+        waiting: list[int],
+        weights: np.ndarray,
+        seed_jobs: list[int],
+        pool: Pool,
+        a: int,
+        b: int,
+        left: int,
+    ) -> list[int]:
+        """Waiting jobs that could run on this pool in the window, drawn by value (and LP
+        share): `left` of them, at least `lns_waiting_min`."""
+        inst = self.inst
         fits = [
             i
             for i, j in enumerate(waiting)
@@ -147,17 +205,14 @@ class Lns:
             and inst.windows[j].ready < b
             and (inst.windows[j].latest_end > a or inst.successors[j])
         ]
-        room = min(len(fits), max(self.params.lns_waiting_min, max_free - len(free_jobs)))
-        if room and weights[fits].sum() > 0:
-            w = weights[fits]
-            picks = rng.choice(
-                len(fits), size=min(room, int((w > 0).sum())), replace=False, p=w / w.sum()
-            )
-            free_jobs += [waiting[fits[int(i)]] for i in picks]
-        if not free_jobs:
-            return None
-        kind = "window" if target is None else "around a waiting job"
-        return self.subproblem(free_jobs, sorted(chosen), kind)
+        room = min(len(fits), max(self.params.lns_waiting_min, left))
+        if not (room and weights[fits].sum() > 0):
+            return []
+        w = weights[fits]
+        picks = self.rng.choice(
+            len(fits), size=min(room, int((w > 0).sum())), replace=False, p=w / w.sum()
+        )
+        return [waiting[fits[int(i)]] for i in picks]
 
     def subproblem(self, free_jobs: list[int], nodes: list[int], kind: str) -> Subproblem:
         """Free `free_jobs` on `nodes`; every other job stays where it is."""
