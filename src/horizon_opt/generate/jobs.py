@@ -130,6 +130,118 @@ def _work_hours(size: Size, jobs: list[Job], scale: float) -> float:
     return sum(j.gpus * min(pool_durations(size, j, scale).values()) * h for j in jobs)
 
 
+class _Draw:
+    """What drawing one job mix shares: the random stream, the gang limits, the pool rule, and
+    the counter behind the ids (one count across kinds, so ids are unique)."""
+
+    def __init__(
+        self, size: Size, rng: Rng, limits: dict[str, int], pools_for: PoolsFn, n: int
+    ) -> None:
+        self.size = size
+        self.rng = rng
+        self.limits = limits
+        self.pools_for = pools_for
+        self.width = len(str(n))
+        self.counter = iter(range(1, n + 1))
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}-{next(self.counter):0{self.width}d}"
+
+    def pools(self, kind: str, gpus: int) -> dict[str, float]:
+        return self.pools_for(self.size, self.rng, kind, gpus, self.limits)
+
+    def roots(self, kind: str, count: int) -> list[Job]:
+        """Training or batch-inference jobs: no predecessor, durations scaled to the load."""
+        size, rng = self.size, self.rng
+        out: list[Job] = []
+        for _ in range(count):
+            if kind == "training":
+                gpus = _choose_gpus(size, rng, TRAIN_GPUS, self.limits)
+                base = float(rng.lognormal(0.0, 0.9)) * (1 + math.log2(gpus) / 5)
+                prefix = "train"
+            else:
+                gpus = _choose_gpus(size, rng, BATCH_GPUS, self.limits)
+                base = float(rng.lognormal(-0.3, 0.7))
+                prefix = "bi"
+            job_id = self.new_id(prefix)
+            priority = draw_priority(rng)
+            out.append(
+                Job(job_id, kind, priority, gpus, self.pools(kind, gpus), base, scalable=True)
+            )
+        return out
+
+    def quantizations(self, trainings: list[Job], count: int) -> list[Job]:
+        """Each after a training drawn by its GPUs (no training twice), on half its GPUs."""
+        weights = np.array([j.gpus for j in trainings], dtype=np.float64)
+        picks = self.rng.choice(
+            len(trainings), size=count, replace=False, p=weights / weights.sum()
+        )
+        quants: list[Job] = []
+        for i in picks:
+            parent = trainings[int(i)]
+            gpus = min(8, max(1, parent.gpus // 2))
+            quants.append(
+                Job(
+                    self.new_id("quant"),
+                    "quantization",
+                    parent.priority,
+                    gpus,
+                    self.pools("quantization", gpus),
+                    float(self.rng.uniform(1.0, 3.0)),
+                    scalable=False,
+                    after=parent.id,
+                )
+            )
+        return quants
+
+    def evaluations(self, quants: list[Job], trainings: list[Job], count: int) -> list[Job]:
+        """Each after a quantization (two in three) or a training."""
+        rng = self.rng
+        evals: list[Job] = []
+        for _ in range(count):
+            if quants and rng.random() < 2 / 3:
+                parent = quants[int(rng.integers(len(quants)))]
+            else:
+                parent = trainings[int(rng.integers(len(trainings)))]
+            gpus = int(rng.choice([1, 2, 4, 8], p=[0.3, 0.3, 0.25, 0.15]))
+            evals.append(
+                Job(
+                    self.new_id("eval"),
+                    "evaluation",
+                    parent.priority,
+                    gpus,
+                    self.pools("evaluation", gpus),
+                    float(rng.uniform(1.0, 6.0)),
+                    scalable=False,
+                    after=parent.id,
+                )
+            )
+        return evals
+
+
+def _load_scale(size: Size, roots: list[Job], fixed: list[Job], target: float) -> float:
+    """The factor on training and batch-inference durations that brings the load to `target`
+    GPU-hours (a few fixed-point steps: rounding and the 40% cap make the load a step function
+    of the scale)."""
+    fixed_hours = _work_hours(size, fixed, 1.0)
+    scale = 1.0
+    for _ in range(8):
+        scalable = _work_hours(size, roots, scale)
+        scale *= max(target - fixed_hours, 1.0) / max(scalable, 1e-9)
+    return scale
+
+
+def _file_order(jobs: list[Job], width: int) -> None:
+    """Sort by release, then creation order (which puts a job after the job it runs after), and
+    number the ids in that order."""
+    position = {j.id: k for k, j in enumerate(jobs)}
+    jobs.sort(key=lambda j: (j.release, position[j.id]))
+    renamed = {j.id: f"{j.id.split('-')[0]}-{k:0{width}d}" for k, j in enumerate(jobs, start=1)}
+    for j in jobs:
+        j.id = renamed[j.id]
+        j.after = None if j.after is None else renamed[j.after]
+
+
 def make_jobs(
     size: Size,
     rng: Rng,
@@ -143,112 +255,27 @@ def make_jobs(
 
     `pools_for` (allowed pools and their slowdowns) and `add_times` (dependent releases and
     deadlines) default to enterprise's rules."""
-    pools_for = pools_for or allowed_pools
     add_times = add_times or set_times
     n = size.jobs
     n_quant = round(0.15 * n)
     n_eval = round(0.17 * n)
     n_batch = round(0.25 * n)
     n_train = n - n_quant - n_eval - n_batch
-    limits = gang_nodes_limit(size, reserved)
-    width = len(str(n))
-    counter = iter(range(1, n + 1))
-
-    def new_id(prefix: str) -> str:
-        return f"{prefix}-{next(counter):0{width}d}"
-
-    roots: list[Job] = []
-    for _ in range(n_train):
-        gpus = _choose_gpus(size, rng, TRAIN_GPUS, limits)
-        base = float(rng.lognormal(0.0, 0.9)) * (1 + math.log2(gpus) / 5)
-        job = Job(
-            new_id("train"),
-            "training",
-            draw_priority(rng),
-            gpus,
-            pools_for(size, rng, "training", gpus, limits),
-            base,
-            scalable=True,
-        )
-        roots.append(job)
-    for _ in range(n_batch):
-        gpus = _choose_gpus(size, rng, BATCH_GPUS, limits)
-        base = float(rng.lognormal(-0.3, 0.7))
-        job = Job(
-            new_id("bi"),
-            "batch_inference",
-            draw_priority(rng),
-            gpus,
-            pools_for(size, rng, "batch_inference", gpus, limits),
-            base,
-            scalable=True,
-        )
-        roots.append(job)
+    draw = _Draw(size, rng, gang_nodes_limit(size, reserved), pools_for or allowed_pools, n)
+    roots = draw.roots("training", n_train) + draw.roots("batch_inference", n_batch)
     order = rng.permutation(len(roots))
     roots = [roots[i] for i in order]
     for job in roots:
         job.release = _release_slot(size, rng)
-
     trainings = [j for j in roots if j.kind == "training"]
-    weights = np.array([j.gpus for j in trainings], dtype=np.float64)
-    picks = rng.choice(len(trainings), size=n_quant, replace=False, p=weights / weights.sum())
-    quants: list[Job] = []
-    for i in picks:
-        parent = trainings[int(i)]
-        gpus = min(8, max(1, parent.gpus // 2))
-        quants.append(
-            Job(
-                new_id("quant"),
-                "quantization",
-                parent.priority,
-                gpus,
-                pools_for(size, rng, "quantization", gpus, limits),
-                float(rng.uniform(1.0, 3.0)),
-                scalable=False,
-                after=parent.id,
-            )
-        )
-    evals: list[Job] = []
-    for _ in range(n_eval):
-        if quants and rng.random() < 2 / 3:
-            parent = quants[int(rng.integers(len(quants)))]
-        else:
-            parent = trainings[int(rng.integers(len(trainings)))]
-        gpus = int(rng.choice([1, 2, 4, 8], p=[0.3, 0.3, 0.25, 0.15]))
-        evals.append(
-            Job(
-                new_id("eval"),
-                "evaluation",
-                parent.priority,
-                gpus,
-                pools_for(size, rng, "evaluation", gpus, limits),
-                float(rng.uniform(1.0, 6.0)),
-                scalable=False,
-                after=parent.id,
-            )
-        )
+    quants = draw.quantizations(trainings, n_quant)
+    evals = draw.evaluations(quants, trainings, n_eval)
     jobs = roots + quants + evals
-
-    # Scale training and batch-inference durations to the target load (a few fixed-point steps:
-    # rounding and the 40% cap make the load a step function of the scale).
-    target = load * left_gpu_hours
-    fixed = _work_hours(size, quants + evals, 1.0)
-    scale = 1.0
-    for _ in range(8):
-        scalable = _work_hours(size, roots, scale)
-        scale *= max(target - fixed, 1.0) / max(scalable, 1e-9)
-
+    scale = _load_scale(size, roots, quants + evals, load * left_gpu_hours)
     for j in jobs:
         j.durations = pool_durations(size, j, scale)
     add_times(size, rng, jobs)
-    # File order: by release, then creation order (which puts a job after the job it runs after).
-    # Ids are numbered in file order.
-    position = {j.id: k for k, j in enumerate(jobs)}
-    jobs.sort(key=lambda j: (j.release, position[j.id]))
-    renamed = {j.id: f"{j.id.split('-')[0]}-{k:0{width}d}" for k, j in enumerate(jobs, start=1)}
-    for j in jobs:
-        j.id = renamed[j.id]
-        j.after = None if j.after is None else renamed[j.after]
+    _file_order(jobs, draw.width)
     return jobs
 
 
