@@ -20,6 +20,7 @@ from horizon_opt.importers.cluster import ClusterFile, ClusterPool, horizon_star
 from horizon_opt.importers.kube import Bad as _Bad
 from horizon_opt.importers.kube import at as _at
 from horizon_opt.importers.kube import timestamp as _timestamp
+from horizon_opt.importers.kueue_gang import choose_gang
 from horizon_opt.importers.kueue_workload import Workload as _Workload
 from horizon_opt.importers.result import Note
 from horizon_opt.instance import duration_minutes
@@ -59,71 +60,6 @@ def _duration_text(minutes: int) -> str:
     if minutes % 60 == 0:
         return f"{minutes // 60}h"
     return f"{minutes}m"
-
-
-def _rule(gpus: int, pool: ClusterPool) -> bool:
-    """FORMAT.md's placement rule on `pool`."""
-    g = pool.gpus_per_node
-    return gpus <= g or (gpus % g == 0 and gpus // g <= pool.nodes)
-
-
-@dataclass(frozen=True)
-class _Gang:
-    gpus: int
-    pools: list[ClusterPool]
-    notes: list[str]
-
-
-def _gang(total: int, sizes: set[int], candidates: list[ClusterPool]) -> _Gang:
-    """The gang's GPUs and the candidate pools that can place it (see the text of
-    importers/kueue.py)."""
-    biggest = max(sizes)
-    fit = [p for p in candidates if biggest <= p.gpus_per_node]
-    notes: list[str] = []
-    small = [p.name for p in candidates if p not in fit]
-    pods = "pods of " + "/".join(str(s) for s in sorted(sizes)) + " GPUs"
-    exact = [p for p in fit if _rule(total, p)]
-    gpus = total
-    if exact:
-        broken = [p.name for p in fit if p not in exact]
-        if small or broken:
-            why = []
-            if small:
-                why.append(f"{', '.join(small)}: a pod of {biggest} GPUs fits no node")
-            if broken:
-                why.append(
-                    f"{', '.join(broken)}: a gang of {total} GPUs is neither one node's nor whole "
-                    "nodes' (placement rule)"
-                )
-            notes.append(f"not allowed on {'; '.join(why)}")
-        pools = exact
-        odd = sorted(
-            {s for s in sizes for p in pools if total > p.gpus_per_node and p.gpus_per_node % s}
-        )
-        if odd:
-            notes.append(
-                f"pods of {'/'.join(map(str, odd))} GPUs may not fill whole nodes of "
-                f"{'/'.join(str(p.gpus_per_node) for p in pools)} GPUs: the plan holds whole nodes"
-            )
-    else:
-        rounded = sorted(
-            (math.ceil(total / p.gpus_per_node) * p.gpus_per_node, k)
-            for k, p in enumerate(fit)
-            if math.ceil(total / p.gpus_per_node) <= p.nodes
-        )
-        if not rounded:
-            where = ", ".join(
-                f"{p.name} has {p.nodes} nodes of {p.gpus_per_node}" for p in candidates
-            )
-            return _Gang(total, [], [f"a gang of {total} GPUs ({pods}) fits no pool ({where})"])
-        gpus = rounded[0][0]
-        pools = [p for p in fit if _rule(gpus, p)]
-        nodes = " or ".join(f"{gpus // p.gpus_per_node} whole nodes of {p.name}" for p in pools)
-        notes.append(
-            f"a gang of {total} GPUs ({pods}) fits no pool under the placement rule (at most one "
-            f"node's GPUs, or whole nodes): planned as {gpus} GPUs, {nodes}"
-        )
-    return _Gang(gpus, pools, notes)
 
 
 class Clock:
@@ -218,19 +154,50 @@ class WorkloadMapper:
 
     def job(self, w: _Workload) -> tuple[dict[str, Any], Running | None] | None:
         """The workload's job (a running one without its GPUs yet), or None with a note."""
+        if not self.kept(w):
+            return None
+        counts = w.counts()
+        total = self.requested(w, counts)
+        if total == 0:
+            return None
+        running = w.is_true("Admitted") and not w.is_true("Evicted")
+        candidates = self.running_pool(w) if running else self.pending_pools(w)
+        if not candidates:
+            return None
+        sizes = {ps.gpus for ps in w.podsets if ps.gpus and counts[ps.name]}
+        gang = choose_gang(total, sizes, candidates)
+        for text in gang.notes:
+            self.note(w, "spec.podSets", text if gang.pools else f"{text}: left out")
+        if not gang.pools:
+            return None
+        minutes = self.duration(w)
+        job: dict[str, Any] = {
+            "id": w.id,
+            "kind": self.kind(w),
+            "priority": self.priority(w),
+            "gpus": gang.gpus,
+            "duration": _duration_text(minutes),
+            "pools": [p.name for p in gang.pools],
+        }
+        if not running:
+            self.pending_notes(w, minutes)
+        return self.times(w, job, running, gang.pools[0])
+
+    def kept(self, w: _Workload) -> bool:
+        """False (noted) for a workload that is finished, being deleted or deactivated."""
         if w.namespace is None:
             self.note(w, "metadata.namespace", "not given: namespace default assumed")
         finished = w.condition("Finished")
         if finished is not None and finished.true:
             self.note(w, "status.conditions.Finished", f"finished ({finished.why()}): left out")
-            return None
+            return False
         if w.deleting is not None:
             self.note(
                 w,
                 "metadata.deletionTimestamp",
                 f"being deleted since {w.deleting}: its pods are stopping: left out",
             )
-            return None
+            return False
         if not w.active and w.annotations.get(HELD_ANNOTATION) == "true":
             self.note(w, "spec.active", "false: held by horizon-opt until its planned start")
         elif not w.active:
@@ -239,7 +206,12 @@ class WorkloadMapper:
                 "spec.active",
                 "false (deactivated): Kueue admits it only once reactivated: left out",
             )
-            return None
+            return False
+        return True
+
+    def requested(self, w: _Workload, counts: dict[str, int]) -> int:
+        """The GPUs its pods request, 0 (noted: left out) when none; what Kueue admitted or
+        charged otherwise is noted."""
         if w.uncounted:
             self.note(
                 w,
@@ -247,13 +219,12 @@ class WorkloadMapper:
                 f"asks for {', '.join(w.uncounted)}, not counted as GPUs (counted: "
                 f"{', '.join(self.gpu_resources)})",
             )
-        counts = w.counts()
         total = sum(counts[ps.name] * ps.gpus for ps in w.podsets)
         if total == 0:
             self.note(
                 w, "spec.podSets", f"requests no GPUs ({', '.join(self.gpu_resources)}): left out"
             )
-            return None
+            return 0
         for ps in w.podsets:
             given = (w.assignments or {}).get(ps.name)
             if given is not None and given.count is not None and given.count != ps.count:
@@ -271,27 +242,13 @@ class WorkloadMapper:
                     f"{asked}: took the requests (the kubelet allocates what pods request; "
                     "quota accounting can differ)",
                 )
-        running = w.is_true("Admitted") and not w.is_true("Evicted")
-        candidates = self.running_pool(w) if running else self.pending_pools(w)
-        if not candidates:
-            return None
-        sizes = {ps.gpus for ps in w.podsets if ps.gpus and counts[ps.name]}
-        gang = _gang(total, sizes, candidates)
-        for text in gang.notes:
-            self.note(w, "spec.podSets", text if gang.pools else f"{text}: left out")
-        if not gang.pools:
-            return None
-        minutes = self.duration(w)
-        job: dict[str, Any] = {
-            "id": w.id,
-            "kind": self.kind(w),
-            "priority": self.priority(w),
-            "gpus": gang.gpus,
-            "duration": _duration_text(minutes),
-            "pools": [p.name for p in gang.pools],
-        }
+        return total
+
+    def pending_notes(self, w: _Workload, minutes: int) -> None:
+        """What a plan cannot do for a pending workload: end a run longer than what is left of
+        the horizon, keep the hosts it is pinned to."""
         left = (self.clock.slots - self.clock.now) * self.cluster.horizon.slot_minutes
-        if not running and minutes > left:
+        if minutes > left:
             self.note(
                 w,
                 "duration",
@@ -300,14 +257,13 @@ class WorkloadMapper:
                 "(lengthen horizon.slots)",
             )
         pinned = sorted({h for ps in w.podsets for h in ps.pinned})
-        if pinned and not running:
+        if pinned:
             self.note(
                 w,
                 "spec.podSets",
                 f"pinned to {', '.join(pinned)} by node affinity: planned on its pool, where the "
                 "plan may choose other nodes (an instance does not pin a job to a node)",
             )
-        return self.times(w, job, running, gang.pools[0])
 
     def kind(self, w: _Workload) -> str:
         kind = w.annotations.get(KIND_ANNOTATION)
@@ -467,70 +423,10 @@ class WorkloadMapper:
         placed = None
         where: dict[str, Any] | None = None
         if running:
-            admitted = w.condition("Admitted")
-            assert admitted is not None
-            if admitted.time is None:
-                raise _Bad(f"{admitted.path}.lastTransitionTime", "required field is missing")
-            start = _timestamp(admitted.time, f"{admitted.path}.lastTransitionTime")
-            if start > clock.snapshot:
-                self.note(
-                    w,
-                    "status.conditions.Admitted",
-                    f"admitted at {iso(start)}, after the snapshot: started at the snapshot",
-                )
-                start = clock.snapshot
-            if release is not None and release > start:
-                self.note(
-                    w,
-                    "metadata.creationTimestamp",
-                    f"{iso(release)} is after its admission: released at its admission",
-                )
-                release = start
-            first, start_text = clock.down(start), iso(start)
-            if first >= clock.now > 0:  # running means started before now (FORMAT.md)
-                first, start_text = clock.now - 1, clock.time(clock.now - 1)
-                self.note(
-                    w,
-                    "status.conditions.Admitted",
-                    f"admitted {iso(start)}, at `now`: placed from the slot before, so it is running",
-                )
-                if release is not None:
-                    release = min(release, clock.start + first * clock.step)
-            if first < 0:
-                self.note(
-                    w,
-                    "status.conditions.Admitted",
-                    f"start: {iso(start)} is before the horizon: placed from {clock.time(0)}",
-                )
-                first, start_text = 0, clock.time(0)
-            expected = start + timedelta(minutes=duration_minutes(job["duration"]) or 0)
-            last = clock.up(expected)
-            if expected <= clock.snapshot:
-                last = clock.now + 1
-                self.note(
-                    w,
-                    "duration",
-                    f"expected to end at {iso(expected)} ({job['duration']} after its "
-                    f"admission), before the snapshot, yet still admitted: assumed to end at "
-                    f"{clock.time(last)}",
-                )
-            elif last <= clock.now:
-                self.note(
-                    w,
-                    "duration",
-                    f"expected to end at {iso(expected)} ({job['duration']} after its "
-                    f"admission), after the snapshot but by now ({clock.time(clock.now)}), where "
-                    "the plan starts: its GPUs are free then; left out",
-                )
+            slots = self.run_slots(w, job, release)
+            if slots is None:
                 return None
-            elif last > clock.slots:
-                self.note(
-                    w,
-                    "duration",
-                    f"end: {iso(expected)} is after the horizon: placed until "
-                    f"{clock.time(clock.slots)}",
-                )
-                last = clock.slots
+            release, first, start_text, last = slots
             where = {"pool": pool.name, "start": start_text, "end": clock.time(last)}
             placed = Running(w, job, pool, first, last)
         elif release is not None and clock.up(release) >= clock.slots:
@@ -540,20 +436,113 @@ class WorkloadMapper:
             return None
         if release is not None:
             job["release"] = iso(release)
-        text = w.annotations.get(DEADLINE_ANNOTATION)
-        if text is not None:
-            deadline = _timestamp(text, w.annotation_paths[DEADLINE_ANNOTATION])
-            low = max(clock.up(release), 0) if release is not None else clock.now
-            if clock.down(deadline) < low:
-                self.note(
-                    w,
-                    _at("metadata.annotations", DEADLINE_ANNOTATION),
-                    f"{iso(deadline)} is before its release: set to "
-                    f"{clock.time(low)} (it cannot be on time)",
-                )
-                job["deadline"] = clock.time(low)
-            else:
-                job["deadline"] = iso(deadline)
+        self.deadline(w, job, release)
         if where is not None:
             job["placed"] = where
         return job, placed
+
+    def run_slots(
+        self, w: _Workload, job: dict[str, Any], release: datetime | None
+    ) -> tuple[datetime | None, int, str, int] | None:
+        """A running workload's release, first slot (and the time `placed` says), and end slot;
+        None (noted) when it ends by `now`."""
+        clock = self.clock
+        start, release = self.admitted(w, release)
+        first, start_text = clock.down(start), iso(start)
+        if first >= clock.now > 0:  # running means started before now (FORMAT.md)
+            first, start_text = clock.now - 1, clock.time(clock.now - 1)
+            self.note(
+                w,
+                "status.conditions.Admitted",
+                f"admitted {iso(start)}, at `now`: placed from the slot before, so it is running",
+            )
+            if release is not None:
+                release = min(release, clock.start + first * clock.step)
+        if first < 0:
+            self.note(
+                w,
+                "status.conditions.Admitted",
+                f"start: {iso(start)} is before the horizon: placed from {clock.time(0)}",
+            )
+            first, start_text = 0, clock.time(0)
+        last = self.run_end(w, job, start)
+        if last is None:
+            return None
+        return release, first, start_text, last
+
+    def admitted(self, w: _Workload, release: datetime | None) -> tuple[datetime, datetime | None]:
+        """When it was admitted (at the latest the snapshot), and its release (at the latest
+        its admission)."""
+        admitted = w.condition("Admitted")
+        assert admitted is not None
+        if admitted.time is None:
+            raise _Bad(f"{admitted.path}.lastTransitionTime", "required field is missing")
+        start = _timestamp(admitted.time, f"{admitted.path}.lastTransitionTime")
+        if start > self.clock.snapshot:
+            self.note(
+                w,
+                "status.conditions.Admitted",
+                f"admitted at {iso(start)}, after the snapshot: started at the snapshot",
+            )
+            start = self.clock.snapshot
+        if release is not None and release > start:
+            self.note(
+                w,
+                "metadata.creationTimestamp",
+                f"{iso(release)} is after its admission: released at its admission",
+            )
+            release = start
+        return start, release
+
+    def run_end(self, w: _Workload, job: dict[str, Any], start: datetime) -> int | None:
+        """The slot a running workload is expected to end at, within the horizon and after
+        `now`; None (noted) when it ends between the snapshot and `now`."""
+        clock = self.clock
+        expected = start + timedelta(minutes=duration_minutes(job["duration"]) or 0)
+        last = clock.up(expected)
+        if expected <= clock.snapshot:
+            last = clock.now + 1
+            self.note(
+                w,
+                "duration",
+                f"expected to end at {iso(expected)} ({job['duration']} after its "
+                f"admission), before the snapshot, yet still admitted: assumed to end at "
+                f"{clock.time(last)}",
+            )
+        elif last <= clock.now:
+            self.note(
+                w,
+                "duration",
+                f"expected to end at {iso(expected)} ({job['duration']} after its "
+                f"admission), after the snapshot but by now ({clock.time(clock.now)}), where "
+                "the plan starts: its GPUs are free then; left out",
+            )
+            return None
+        elif last > clock.slots:
+            self.note(
+                w,
+                "duration",
+                f"end: {iso(expected)} is after the horizon: placed until "
+                f"{clock.time(clock.slots)}",
+            )
+            last = clock.slots
+        return last
+
+    def deadline(self, w: _Workload, job: dict[str, Any], release: datetime | None) -> None:
+        """The deadline annotation into `job`: one before the release is moved to it (noted)."""
+        clock = self.clock
+        text = w.annotations.get(DEADLINE_ANNOTATION)
+        if text is None:
+            return
+        deadline = _timestamp(text, w.annotation_paths[DEADLINE_ANNOTATION])
+        low = max(clock.up(release), 0) if release is not None else clock.now
+        if clock.down(deadline) < low:
+            self.note(
+                w,
+                _at("metadata.annotations", DEADLINE_ANNOTATION),
+                f"{iso(deadline)} is before its release: set to "
+                f"{clock.time(low)} (it cannot be on time)",
+            )
+            job["deadline"] = clock.time(low)
+        else:
+            job["deadline"] = iso(deadline)

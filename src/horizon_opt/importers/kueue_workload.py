@@ -198,6 +198,8 @@ def _pod_gpus(
 
 
 def parse_workload(item: Any, index: int, path: str, resources: Sequence[str]) -> Workload:
+    """The Workload at `path` (`index` in the payload), its GPUs counted from `resources`; a
+    malformed field raises Bad naming its path."""
     item = _object(item, path or "(top level)")
     kind = item.get("kind")
     if kind is not None and kind != "Workload":
@@ -219,6 +221,51 @@ def parse_workload(item: Any, index: int, path: str, resources: Sequence[str]) -
     spec = _object_at(item, "spec", path, required=True)
     spath = _at(path, "spec")
     uncounted: set[str] = set()
+    podsets = _podsets(spec, spath, resources, annotations, annotation_paths, uncounted)
+    priority = _int_at(spec, "priority", spath, lo=-(2**31), hi=_INT32)
+    active = _bool_at(spec, "active", spath)
+    max_exec = _int_at(spec, "maximumExecutionTimeSeconds", spath, lo=0, hi=_INT32)
+    queue = _str_at(spec, "queueName", spath) or None
+
+    status = _object_at(item, "status", path)
+    stpath = _at(path, "status")
+    accumulated = 0
+    for key in ("accumulatedPastExexcutionTimeSeconds", "accumulatedPastExecutionTimeSeconds"):
+        accumulated = _int_at(status, key, stpath, lo=0, hi=_INT32) or accumulated
+    conditions = _conditions(status, stpath)
+    assignments = _assignments(status, stpath, [p.name for p in podsets], resources)
+    return Workload(
+        index=index,
+        path=path,
+        id=f"{namespace or 'default'}/{name}",
+        namespace=namespace,
+        queue=queue,
+        created=created,
+        priority=priority or 0,
+        active=active is not False,
+        max_exec=max_exec,
+        accumulated=accumulated,
+        annotations=annotations,
+        annotation_paths=annotation_paths,
+        podsets=podsets,
+        conditions=conditions,
+        assignments=assignments,
+        uncounted=tuple(sorted(uncounted)),
+        deleting=deleting,
+    )
+
+
+def _podsets(
+    spec: Mapping[str, Any],
+    spath: str,
+    resources: Sequence[str],
+    annotations: dict[str, str],
+    annotation_paths: dict[str, str],
+    uncounted: set[str],
+) -> list[_PodSet]:
+    """`spec.podSets`, at least one, names unique. A pod template's annotations join the
+    Workload's where it has no such key (`annotations`, `annotation_paths` grow); GPU-like
+    resources that are not counted go into `uncounted`."""
     podsets: list[_PodSet] = []
     raw_sets = _list_at(spec, "podSets", spath, required=True)
     if not raw_sets:
@@ -252,16 +299,11 @@ def parse_workload(item: Any, index: int, path: str, resources: Sequence[str]) -
     names = [p.name for p in podsets]
     if len(set(names)) != len(names):
         raise _Bad(_at(spath, "podSets"), f"pod set names are not unique: {show(names)}")
-    priority = _int_at(spec, "priority", spath, lo=-(2**31), hi=_INT32)
-    active = _bool_at(spec, "active", spath)
-    max_exec = _int_at(spec, "maximumExecutionTimeSeconds", spath, lo=0, hi=_INT32)
-    queue = _str_at(spec, "queueName", spath) or None
+    return podsets
 
-    status = _object_at(item, "status", path)
-    stpath = _at(path, "status")
-    accumulated = 0
-    for key in ("accumulatedPastExexcutionTimeSeconds", "accumulatedPastExecutionTimeSeconds"):
-        accumulated = _int_at(status, key, stpath, lo=0, hi=_INT32) or accumulated
+
+def _conditions(status: Mapping[str, Any], stpath: str) -> dict[str, _Condition]:
+    """`status.conditions` by type (a later one of a type wins)."""
     conditions: dict[str, _Condition] = {}
     for c, raw in enumerate(_list_at(status, "conditions", stpath)):
         cpath = f"{_at(stpath, 'conditions')}[{c}]"
@@ -276,45 +318,35 @@ def parse_workload(item: Any, index: int, path: str, resources: Sequence[str]) -
             _str_at(cond, "lastTransitionTime", cpath),
             cpath,
         )
-    assignments: dict[str, _Assignment] | None = None
-    if status.get("admission") is not None:
-        admission = _object_at(status, "admission", stpath)
-        apath = _at(stpath, "admission")
-        assignments = {}
-        for a, raw in enumerate(_list_at(admission, "podSetAssignments", apath, required=True)):
-            aspath = f"{_at(apath, 'podSetAssignments')}[{a}]"
-            asg = _object(raw, aspath)
-            a_name = _str_at(asg, "name", aspath) or "main"
-            if a_name not in names:
-                raise _Bad(_at(aspath, "name"), f"no pod set {a_name!r} in spec.podSets")
-            upath = _at(aspath, "resourceUsage")
-            usage = _object_at(asg, "resourceUsage", aspath)
-            charged = [_gpu_quantity(usage[r], _at(upath, r)) for r in resources if r in usage]
-            assignments[a_name] = _Assignment(
-                _str_map_at(asg, "flavors", aspath),
-                _int_at(asg, "count", aspath, lo=0, hi=_INT32),
-                topology_hosts(asg.get("topologyAssignment"), _at(aspath, "topologyAssignment")),
-                sum(charged) if charged else None,
-            )
-    return Workload(
-        index=index,
-        path=path,
-        id=f"{namespace or 'default'}/{name}",
-        namespace=namespace,
-        queue=queue,
-        created=created,
-        priority=priority or 0,
-        active=active is not False,
-        max_exec=max_exec,
-        accumulated=accumulated,
-        annotations=annotations,
-        annotation_paths=annotation_paths,
-        podsets=podsets,
-        conditions=conditions,
-        assignments=assignments,
-        uncounted=tuple(sorted(uncounted)),
-        deleting=deleting,
-    )
+    return conditions
+
+
+def _assignments(
+    status: Mapping[str, Any], stpath: str, names: list[str], resources: Sequence[str]
+) -> dict[str, _Assignment] | None:
+    """`status.admission.podSetAssignments` by pod set name (each must name one of `names`),
+    or None when Kueue has not reserved quota."""
+    if status.get("admission") is None:
+        return None
+    admission = _object_at(status, "admission", stpath)
+    apath = _at(stpath, "admission")
+    assignments: dict[str, _Assignment] = {}
+    for a, raw in enumerate(_list_at(admission, "podSetAssignments", apath, required=True)):
+        aspath = f"{_at(apath, 'podSetAssignments')}[{a}]"
+        asg = _object(raw, aspath)
+        a_name = _str_at(asg, "name", aspath) or "main"
+        if a_name not in names:
+            raise _Bad(_at(aspath, "name"), f"no pod set {a_name!r} in spec.podSets")
+        upath = _at(aspath, "resourceUsage")
+        usage = _object_at(asg, "resourceUsage", aspath)
+        charged = [_gpu_quantity(usage[r], _at(upath, r)) for r in resources if r in usage]
+        assignments[a_name] = _Assignment(
+            _str_map_at(asg, "flavors", aspath),
+            _int_at(asg, "count", aspath, lo=0, hi=_INT32),
+            topology_hosts(asg.get("topologyAssignment"), _at(aspath, "topologyAssignment")),
+            sum(charged) if charged else None,
+        )
+    return assignments
 
 
 def _pinned_hosts(pod: Mapping[str, Any], path: str) -> tuple[str, ...]:

@@ -302,6 +302,12 @@ class _Importer(JobMapper):
                 f"{what}: that job is in the queue but not imported ({why}): dropped",
             )
             return ""
+        return self.finished_dependency(job, dep, what)
+
+    def finished_dependency(self, job: _Job, dep: Dependency, what: str) -> str:
+        """A dependency on a job not in the queue, judged by sacct's history: satisfied, never
+        satisfiable ("never"), or dropped with a note."""
+        array, _, task = dep.target.partition("_")
         if self.history is None:
             self.note(
                 job.id,

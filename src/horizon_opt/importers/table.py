@@ -105,6 +105,74 @@ def read_table(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list
     return rows, header
 
 
+class _Grid:
+    """What placing a running row needs: the cluster's nodes (by every name a row may use) and
+    the horizon's first slot, slot length and end."""
+
+    def __init__(self, cluster: ClusterFile, snapshot: datetime) -> None:
+        self.aliases = cluster.node_aliases()  # a host name or <pool>-<i> -> instance node name
+        self.node_pools = cluster.node_pools()  # instance node name -> its pool
+        self.per_node = {n: p.gpus_per_node for n, p in self.node_pools.items()}
+        self.first = horizon_start(cluster, snapshot)
+        self.minutes = cluster.horizon.slot_minutes
+        self.last = self.first + timedelta(minutes=self.minutes * cluster.horizon.slots)
+
+
+def _row_job(row: dict[str, str], r: int, file: str) -> dict[str, Any]:
+    """A row's job fields, as the instance file has them."""
+    job: dict[str, Any] = {"id": row["id"]}
+    job["gpus"] = _number(row["gpus"], r, "gpus", file)
+    job["duration"] = _time(row["duration"])
+    job["priority"] = _number(row["priority"], r, "priority", file) if row.get("priority") else 1
+    if row.get("kind"):
+        job["kind"] = row["kind"]
+    if row.get("pools"):
+        job["pools"] = _words(row["pools"])
+    for field in ("release", "deadline"):
+        if row.get(field):
+            job[field] = _time(row[field])
+    if row.get("after"):
+        job["after"] = _words(row["after"])
+    return job
+
+
+def _place(
+    job: dict[str, Any], row: dict[str, str], r: int, file: str, grid: _Grid, notes: list[Note]
+) -> dict[str, int]:
+    """A running row's `placed` (without its GPU indices) into `job`: its pool, start and end,
+    a start before the horizon moved to it and an end after it cut there (noted); returns the
+    GPUs it holds on each node."""
+    nodes = [grid.aliases.get(n, n) for n in _words(row.get("nodes", ""))]
+    unknown = [n for n in nodes if n not in grid.per_node]
+    if not row.get("start") or not nodes or unknown:
+        why = (
+            f"unknown node(s) {', '.join(unknown)}"
+            if unknown
+            else "a placed job needs both start and nodes"
+        )
+        raise InputError([f"{file}: row {r}: nodes: {why}"])
+    pool = grid.node_pools[nodes[0]].name
+    gpus = job["gpus"]
+    share = gpus // len(nodes) if isinstance(gpus, int) else 0
+    start = _time(row["start"])
+    first = grid.first
+    if isinstance(start, str) and (when := parse_time(start)) is not None and when < first:
+        notes.append(
+            Note(row["id"], "start", f"{start} is before the horizon: placed from {iso(first)}")
+        )
+        start = iso(first)
+    job["placed"] = {"pool": pool, "start": start}
+    end = _end(row, start, first, grid.minutes)
+    if end is not None and end > grid.last:
+        notes.append(
+            Note(row["id"], "end", f"{iso(end)} is after the horizon: placed to end with it")
+        )
+        job["placed"]["end"] = iso(grid.last)
+    elif row.get("end"):
+        job["placed"]["end"] = _time(row["end"])
+    return {n: share for n in nodes}
+
+
 def import_table(
     path: str | os.PathLike[str],
     cluster: ClusterFile,
@@ -120,67 +188,15 @@ def import_table(
         for c in header
         if c not in REQUIRED + OPTIONAL
     ]
-    aliases = cluster.node_aliases()  # a host name or <pool>-<i> -> the instance's node name
-    node_pools = cluster.node_pools()  # instance node name -> its pool
-    per_node = {n: p.gpus_per_node for n, p in node_pools.items()}
+    grid = _Grid(cluster, snapshot)
     jobs: list[dict[str, Any]] = []
     running: list[tuple[str, dict[str, int]]] = []
-    first = horizon_start(cluster, snapshot)
-    minutes = cluster.horizon.slot_minutes
-    last = first + timedelta(minutes=minutes * cluster.horizon.slots)
     for r, row in enumerate(rows, start=2):
-        job: dict[str, Any] = {"id": row["id"]}
-        gpus = _number(row["gpus"], r, "gpus", file)
-        job["gpus"] = gpus
-        job["duration"] = _time(row["duration"])
-        job["priority"] = (
-            _number(row["priority"], r, "priority", file) if row.get("priority") else 1
-        )
-        if row.get("kind"):
-            job["kind"] = row["kind"]
-        if row.get("pools"):
-            job["pools"] = _words(row["pools"])
-        for field in ("release", "deadline"):
-            if row.get(field):
-                job[field] = _time(row[field])
-        if row.get("after"):
-            job["after"] = _words(row["after"])
+        job = _row_job(row, r, file)
         if row.get("start") or row.get("nodes"):
-            nodes = [aliases.get(n, n) for n in _words(row.get("nodes", ""))]
-            unknown = [n for n in nodes if n not in per_node]
-            if not row.get("start") or not nodes or unknown:
-                why = (
-                    f"unknown node(s) {', '.join(unknown)}"
-                    if unknown
-                    else "a placed job needs both start and nodes"
-                )
-                raise InputError([f"{file}: row {r}: nodes: {why}"])
-            pool = node_pools[nodes[0]].name
-            share = gpus // len(nodes) if isinstance(gpus, int) else 0
-            start = _time(row["start"])
-            if isinstance(start, str) and (when := parse_time(start)) is not None and when < first:
-                notes.append(
-                    Note(
-                        row["id"],
-                        "start",
-                        f"{start} is before the horizon: placed from {iso(first)}",
-                    )
-                )
-                start = iso(first)
-            job["placed"] = {"pool": pool, "start": start}
-            end = _end(row, start, first, minutes)
-            if end is not None and end > last:
-                notes.append(
-                    Note(
-                        row["id"], "end", f"{iso(end)} is after the horizon: placed to end with it"
-                    )
-                )
-                job["placed"]["end"] = iso(last)
-            elif row.get("end"):
-                job["placed"]["end"] = _time(row["end"])
-            running.append((row["id"], {n: share for n in nodes}))
+            running.append((row["id"], _place(job, row, r, file, grid, notes)))
         jobs.append(job)
-    indices, index_notes = gpu_indices(running, {}, per_node)
+    indices, index_notes = gpu_indices(running, {}, grid.per_node)
     notes += index_notes
     for job in jobs:
         if "placed" in job:
