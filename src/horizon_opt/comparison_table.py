@@ -101,15 +101,16 @@ def _difference(value: float, reference: float, fmt: str, higher_is_better: bool
     return Change(fmt.format(difference), _tone(difference, higher_is_better))
 
 
-def compare_columns(instance: Instance, columns: Sequence[Column]) -> Comparison:
-    """The comparison rows of plans of `instance`, the first column being the reference."""
-    if not columns:
-        raise ValueError("a comparison needs at least one plan")
-    reference = columns[0]
-    total = len(instance.jobs)
-    rows: list[Row] = []
+class _Rows:
+    """The rows of a comparison as they are added: a cell per column, changes against the
+    first column."""
+
+    def __init__(self, columns: Sequence[Column]) -> None:
+        self.columns = columns
+        self.rows: list[Row] = []
 
     def add(
+        self,
         label: str,
         value: Callable[[Column], str],
         change: Callable[[Column, Column], Change | None] | None = None,
@@ -120,53 +121,24 @@ def compare_columns(instance: Instance, columns: Sequence[Column]) -> Comparison
         in_text: bool = True,
         change_in_text: bool = False,
     ) -> None:
+        reference = self.columns[0]
         cells = tuple(
             Cell(
                 value(c),
                 None if change is None or k == 0 else change(c, reference),
                 None if verdict is None else verdict(c),
             )
-            for k, c in enumerate(columns)
+            for k, c in enumerate(self.columns)
         )
-        rows.append(
+        self.rows.append(
             Row(label, title or label, cells, breakdown, in_text, change_in_text),
         )
 
-    def jobs_on_time(kind: str, of: int) -> None:
-        add(
-            KIND_ABBREVIATIONS[kind],
-            lambda c: f"{c.metrics.completed_by_kind.get(kind, 0)} / {of}",
-            lambda c, r: _difference(
-                c.metrics.completed_by_kind.get(kind, 0),
-                r.metrics.completed_by_kind.get(kind, 0),
-                "{:+.0f}",
-                higher_is_better=True,
-            ),
-            title=kind.replace("_", " "),
-            breakdown=True,
-        )
 
-    if all(c.violations is not None for c in columns):
-        add(
-            "checker",
-            lambda c: "valid" if c.violations == 0 else f"{c.violations} violation(s)",
-            verdict=lambda c: "good" if c.violations == 0 else "bad",
-            in_text=False,
-        )
-    add(
-        "utilization",
-        lambda c: f"{100 * c.metrics.utilization:.1f}%",
-        lambda c, r: _points(c.metrics.utilization, r.metrics.utilization),
-        change_in_text=True,
-    )
-    add(
-        "pwo",
-        lambda c: f"{c.metrics.pwo:,.1f}",
-        lambda c, r: _relative(c.metrics.pwo, r.metrics.pwo),
-        title="pwo (priority-weighted output)",
-        change_in_text=True,
-    )
-    add(
+def _on_time_rows(rows: _Rows, instance: Instance) -> None:
+    """Jobs on time, in all and by kind (the kinds the instance has)."""
+    total = len(instance.jobs)
+    rows.add(
         "jobs on time",
         lambda c: f"{c.metrics.completed} / {total}",
         lambda c, r: _difference(
@@ -176,17 +148,36 @@ def compare_columns(instance: Instance, columns: Sequence[Column]) -> Comparison
     for kind in JOB_KINDS:
         of = sum(1 for j in instance.jobs if j.kind == kind)
         if of:
-            jobs_on_time(kind, of)
-    add("scheduled late (no value)", lambda c: str(c.metrics.late), in_text=False)
-    add("unscheduled", lambda c: str(len(c.plan.unscheduled)), in_text=False)
-    add(
+            _kind_on_time_row(rows, kind, of)
+
+
+def _kind_on_time_row(rows: _Rows, kind: str, of: int) -> None:
+    rows.add(
+        KIND_ABBREVIATIONS[kind],
+        lambda c: f"{c.metrics.completed_by_kind.get(kind, 0)} / {of}",
+        lambda c, r: _difference(
+            c.metrics.completed_by_kind.get(kind, 0),
+            r.metrics.completed_by_kind.get(kind, 0),
+            "{:+.0f}",
+            higher_is_better=True,
+        ),
+        title=kind.replace("_", " "),
+        breakdown=True,
+    )
+
+
+def _cost_rows(rows: _Rows) -> None:
+    """What the plan leaves out or waits for, and the GPUs it holds idle or uses."""
+    rows.add("scheduled late (no value)", lambda c: str(c.metrics.late), in_text=False)
+    rows.add("unscheduled", lambda c: str(len(c.plan.unscheduled)), in_text=False)
+    rows.add(
         "mean wait (h)",
         lambda c: f"{c.metrics.mean_wait_hours:.2f}",
         lambda c, r: _difference(
             c.metrics.mean_wait_hours, r.metrics.mean_wait_hours, "{:+.2f}", higher_is_better=False
         ),
     )
-    add(
+    rows.add(
         "reserved idle GPU-h",
         lambda c: f"{c.metrics.reserved_idle_gpu_hours:,.1f}",
         lambda c, r: _difference(
@@ -196,12 +187,41 @@ def compare_columns(instance: Instance, columns: Sequence[Column]) -> Comparison
             higher_is_better=False,
         ),
     )
-    add("batch GPU-h", lambda c: f"{c.metrics.batch_gpu_hours:,.1f}", in_text=False)
-    add("proven bound", lambda c: "-" if c.plan.bound is None else f"{c.plan.bound:,.1f}")
-    add("gap", lambda c: "-" if c.plan.gap is None else f"{100 * c.plan.gap:.2f}%")
-    add("status", lambda c: c.plan.status)
-    add("solve time (s)", lambda c: f"{c.plan.wall_seconds:.2f}")
-    return Comparison(tuple(c.label for c in columns), tuple(rows))
+    rows.add("batch GPU-h", lambda c: f"{c.metrics.batch_gpu_hours:,.1f}", in_text=False)
+
+
+def compare_columns(instance: Instance, columns: Sequence[Column]) -> Comparison:
+    """The comparison rows of plans of `instance`, the first column being the reference."""
+    if not columns:
+        raise ValueError("a comparison needs at least one plan")
+    rows = _Rows(columns)
+    if all(c.violations is not None for c in columns):
+        rows.add(
+            "checker",
+            lambda c: "valid" if c.violations == 0 else f"{c.violations} violation(s)",
+            verdict=lambda c: "good" if c.violations == 0 else "bad",
+            in_text=False,
+        )
+    rows.add(
+        "utilization",
+        lambda c: f"{100 * c.metrics.utilization:.1f}%",
+        lambda c, r: _points(c.metrics.utilization, r.metrics.utilization),
+        change_in_text=True,
+    )
+    rows.add(
+        "pwo",
+        lambda c: f"{c.metrics.pwo:,.1f}",
+        lambda c, r: _relative(c.metrics.pwo, r.metrics.pwo),
+        title="pwo (priority-weighted output)",
+        change_in_text=True,
+    )
+    _on_time_rows(rows, instance)
+    _cost_rows(rows)
+    rows.add("proven bound", lambda c: "-" if c.plan.bound is None else f"{c.plan.bound:,.1f}")
+    rows.add("gap", lambda c: "-" if c.plan.gap is None else f"{100 * c.plan.gap:.2f}%")
+    rows.add("status", lambda c: c.plan.status)
+    rows.add("solve time (s)", lambda c: f"{c.plan.wall_seconds:.2f}")
+    return Comparison(tuple(c.label for c in columns), tuple(rows.rows))
 
 
 # -- renderings --------------------------------------------------------------------------------

@@ -223,22 +223,32 @@ def plot_gantt(instance: Instance, plan: Plan, ax: Axes | None = None) -> Figure
 
 
 def _draw_nodes(ax: Axes, instance: Instance, plan: Plan, rows: _Rows, tm: _Time) -> list[Any]:
+    down = _draw_background(ax, instance, rows, tm)
+    _draw_inference(ax, instance, plan, rows, tm)
+    _draw_jobs(ax, instance, plan, rows, tm)
+    # Node separators.
+    for n in range(instance.num_nodes):
+        ax.axhline(rows.top[n] + 1, color="white", linewidth=0.6, zorder=3.5)
+    return _node_legend(instance, down)
+
+
+def _lane(instance: Instance, rows: _Rows, node: int, first: int, last: int) -> tuple[float, float]:
+    """Where GPUs `first` to `last` of a node run in its row, bottom and top."""
+    lane_h = 1.0 - 2 * _ROW_PAD
+    g = int(instance.node_gpus[node])
+    top = rows.top[node] + _ROW_PAD
+    return top + first * lane_h / g, top + (last + 1) * lane_h / g
+
+
+def _draw_background(ax: Axes, instance: Instance, rows: _Rows, tm: _Time) -> bool:
+    """Idle GPUs under everything, outages hatched over it; whether any node is ever down."""
     from matplotlib.collections import PolyCollection
 
-    S = instance.slots
-    x0, xS = tm.x(0), tm.x(S)
-    lane_h = 1.0 - 2 * _ROW_PAD
-
-    def lane(node: int, first: int, last: int) -> tuple[float, float]:
-        g = int(instance.node_gpus[node])
-        top = rows.top[node] + _ROW_PAD
-        return top + first * lane_h / g, top + (last + 1) * lane_h / g
-
-    # Background (idle GPUs) and outages.
+    x0, xS = tm.x(0), tm.x(instance.slots)
     ax.add_collection(
         PolyCollection(
             [
-                _rect(x0, xS, *lane(n, 0, int(instance.node_gpus[n]) - 1))
+                _rect(x0, xS, *_lane(instance, rows, n, 0, int(instance.node_gpus[n]) - 1))
                 for n in range(len(rows.top))
             ],
             facecolors=IDLE_COLOR,
@@ -257,22 +267,33 @@ def _draw_nodes(ax: Axes, instance: Instance, plan: Plan, rows: _Rows, tm: _Time
                 down, facecolors="#dddddd", edgecolors=DOWN_COLOR, hatch="////", lw=0.5, zorder=4
             )
         )
-    # Inference replicas on the lanes jobs leave free.
+    return bool(down)
+
+
+def _draw_inference(ax: Axes, instance: Instance, plan: Plan, rows: _Rows, tm: _Time) -> None:
+    """Inference replicas on the lanes jobs leave free."""
+    from matplotlib.collections import PolyCollection
+
     inf_verts: list[list[tuple[float, float]]] = []
     inf_colors: list[str] = []
     for n in range(instance.num_nodes):
         for v, grid in _inference_lanes(instance, plan, n).items():
             for g in range(grid.shape[0]):
                 for t0, t1 in _runs(grid[g] > 0):
-                    inf_verts.append(_rect(tm.x(t0), tm.x(t1), *lane(n, g, g)))
+                    inf_verts.append(_rect(tm.x(t0), tm.x(t1), *_lane(instance, rows, n, g, g)))
                     inf_colors.append(INFERENCE_PALETTE[v % len(INFERENCE_PALETTE)])
     if inf_verts:
         ax.add_collection(
             PolyCollection(inf_verts, facecolors=inf_colors, edgecolors="none", zorder=2)
         )
-    # Jobs: one bar per contiguous run of GPU indices on each node.
-    priorities = [j.priority for j in instance.jobs] or [1.0]
-    low, high = min(priorities), max(priorities)
+
+
+def _draw_jobs(ax: Axes, instance: Instance, plan: Plan, rows: _Rows, tm: _Time) -> None:
+    """Jobs: one bar per contiguous run of GPU indices on each node, shaded by priority, each
+    job's id in its tallest bar."""
+    from matplotlib.collections import PolyCollection
+
+    low, high = _priority_range(instance)
     verts: list[list[tuple[float, float]]] = []
     colors: list[tuple[float, float, float]] = []
     labels: list[tuple[float, float, float, float, str, tuple[float, float, float]]] = []
@@ -283,7 +304,7 @@ def _draw_nodes(ax: Axes, instance: Instance, plan: Plan, rows: _Rows, tm: _Time
         for node, idx in a.gpus.items():
             n = instance.node_index[node]
             for g0, g1 in index_runs(idx):
-                y0, y1 = lane(n, g0, g1)
+                y0, y1 = _lane(instance, rows, n, g0, g1)
                 verts.append(_rect(tm.x(a.start), tm.x(a.end), y0, y1))
                 colors.append(color)
                 if biggest is None or y1 - y0 > biggest[3] - biggest[2]:
@@ -294,11 +315,18 @@ def _draw_nodes(ax: Axes, instance: Instance, plan: Plan, rows: _Rows, tm: _Time
         ax.add_collection(
             PolyCollection(verts, facecolors=colors, edgecolors="white", linewidths=0.4, zorder=3)
         )
-    _label_bars(ax, labels, xS - x0, rows.height)
-    # Node separators.
-    for n in range(instance.num_nodes):
-        ax.axhline(rows.top[n] + 1, color="white", linewidth=0.6, zorder=3.5)
+    _label_bars(ax, labels, tm.x(instance.slots) - tm.x(0), rows.height)
 
+
+def _priority_range(instance: Instance) -> tuple[float, float]:
+    """The lowest and highest job priority (1 and 1 without jobs): the ends of the shading."""
+    priorities = [j.priority for j in instance.jobs] or [1.0]
+    return min(priorities), max(priorities)
+
+
+def _node_legend(instance: Instance, down: bool) -> list[Any]:
+    """Legend entries: the kinds present, the priority shades, the services, idle and down."""
+    low, high = _priority_range(instance)
     handles = [
         _legend_patch(KIND_LABELS[k], KIND_COLORS[k])
         for k in JOB_KINDS

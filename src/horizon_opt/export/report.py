@@ -112,6 +112,20 @@ def _img(png: bytes, alt: str) -> str:
 
 
 def _instance_section(instance: Instance) -> str:
+    return "\n".join(
+        [
+            *_instance_facts(instance),
+            *_pools_table(instance),
+            *_outages_table(instance),
+            *_services_table(instance),
+            *_kinds_table(instance),
+        ]
+    )
+
+
+def _instance_facts(instance: Instance) -> list[str]:
+    """The section's heading and the instance in a few lines: horizon, cluster, GPU-hours
+    available, forecast inference, batch work against what inference leaves free."""
     h = instance.hours_per_slot
     S = instance.slots
     horizon = f"{S} slots x {instance.slot_minutes} min = {S * h:,.1f} h"
@@ -142,7 +156,11 @@ def _instance_section(instance: Instance) -> str:
     out = ['<h2 id="instance">Instance</h2><dl class="facts">']
     out += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts]
     out.append("</dl>")
+    return out
 
+
+def _pools_table(instance: Instance) -> list[str]:
+    h = instance.hours_per_slot
     down_slots = (~instance.up).sum(axis=1)
     pool_rows = [
         [
@@ -155,10 +173,14 @@ def _instance_section(instance: Instance) -> str:
         ]
         for p in instance.pools
     ]
-    out.append("<h3>Pools</h3>")
-    out.append(
-        _table(["pool", "GPU type", "nodes", "GPUs/node", "GPUs", "node-hours down"], pool_rows, 2)
-    )
+    return [
+        "<h3>Pools</h3>",
+        _table(["pool", "GPU type", "nodes", "GPUs/node", "GPUs", "node-hours down"], pool_rows, 2),
+    ]
+
+
+def _outages_table(instance: Instance) -> list[str]:
+    """Each node's runs of down slots, folded; nothing when every node is always up."""
     outages = []
     for n in range(instance.num_nodes):
         mask = ~instance.up[n]
@@ -171,44 +193,54 @@ def _instance_section(instance: Instance) -> str:
                     _e(_when(instance, int(b))),
                 ]
             )
-    if outages:
-        out.append("<h3>Outages</h3>")
-        out.append(
-            _fold(
-                f"{len(outages)} outage(s)",
-                _table(["node", "from", "to"], outages, 3),
-                len(outages),
-            )
-        )
-    if instance.services:
-        service_rows = [
-            [
-                _e(s.name),
-                _e(instance.pools[s.pool].name),
-                str(s.gpus_per_replica),
-                f"{100 * s.headroom:g}%",
-                f"{float(s.demand.min()):,.1f} / {float(s.demand.mean()):,.1f} / {float(s.demand.max()):,.1f}",
-                f"{int(s.req.max())}",
-                f"{float(s.demand.sum()) * s.gpus_per_replica * h:,.0f}",
-            ]
-            for s in instance.services
+    if not outages:
+        return []
+    return [
+        "<h3>Outages</h3>",
+        _fold(
+            f"{len(outages)} outage(s)",
+            _table(["node", "from", "to"], outages, 3),
+            len(outages),
+        ),
+    ]
+
+
+def _services_table(instance: Instance) -> list[str]:
+    if not instance.services:
+        return []
+    h = instance.hours_per_slot
+    service_rows = [
+        [
+            _e(s.name),
+            _e(instance.pools[s.pool].name),
+            str(s.gpus_per_replica),
+            f"{100 * s.headroom:g}%",
+            f"{float(s.demand.min()):,.1f} / {float(s.demand.mean()):,.1f} / {float(s.demand.max()):,.1f}",
+            f"{int(s.req.max())}",
+            f"{float(s.demand.sum()) * s.gpus_per_replica * h:,.0f}",
         ]
-        out.append("<h3>Inference services</h3>")
-        out.append(
-            _table(
-                [
-                    "service",
-                    "pool",
-                    "GPUs/replica",
-                    "headroom",
-                    "forecast replicas min / mean / max",
-                    "peak required replicas",
-                    "forecast GPU-h",
-                ],
-                service_rows,
-                2,
-            )
-        )
+        for s in instance.services
+    ]
+    return [
+        "<h3>Inference services</h3>",
+        _table(
+            [
+                "service",
+                "pool",
+                "GPUs/replica",
+                "headroom",
+                "forecast replicas min / mean / max",
+                "peak required replicas",
+                "forecast GPU-h",
+            ],
+            service_rows,
+            2,
+        ),
+    ]
+
+
+def _kinds_table(instance: Instance) -> list[str]:
+    """The batch jobs by kind: how many, their GPUs, priorities and work."""
     kind_rows = []
     for kind in JOB_KINDS:
         jobs = [j for j in instance.jobs if j.kind == kind]
@@ -225,15 +257,15 @@ def _instance_section(instance: Instance) -> str:
                 str(sum(1 for j in jobs if j.after)),
             ]
         )
-    if kind_rows:
-        out.append("<h3>Batch jobs</h3>")
-        out.append(
-            _table(
-                ["kind", "jobs", "GPUs", "priority", "work GPU-h", "with deadline", "with after"],
-                kind_rows,
-            )
-        )
-    return "\n".join(out)
+    if not kind_rows:
+        return []
+    return [
+        "<h3>Batch jobs</h3>",
+        _table(
+            ["kind", "jobs", "GPUs", "priority", "work GPU-h", "with deadline", "with after"],
+            kind_rows,
+        ),
+    ]
 
 
 def _metrics_section(instance: Instance, planned: Sequence[Column]) -> str:

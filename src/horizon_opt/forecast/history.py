@@ -155,7 +155,34 @@ def read_history(
     the shortest interval between two samples). Bad input raises InputError naming the file, the
     row and the column.
     """
-    file = Path(path)
+    name = str(Path(path))
+    rows = _csv_rows(Path(path))
+    header = [h.strip() for h in rows[0]]
+    t_col = _column(name, header, time_column, TIME_COLUMNS, "time")
+    others = [h for h in header if h != header[t_col]]
+    v_col = _column(
+        name, header, value_column, ["value", *(others if len(others) == 1 else [])], "value"
+    )
+    filters = [(_column(name, header, k, (), "filter"), v) for k, v in (where or {}).items()]
+    times, values, lines = _samples(name, rows, header, t_col, v_col, filters)
+    if not times:
+        kept = " that match `where`" if where else ""
+        raise InputError([f"{name}: no rows with a value{kept}"])
+    order = np.argsort(np.asarray(times), kind="stable")
+    t_arr, v_arr = np.asarray(times)[order], np.asarray(values)[order]
+    same = np.flatnonzero(np.diff(t_arr) == 0)
+    if len(same):
+        a, b = sorted((lines[order[same[0]]], lines[order[same[0] + 1]]))
+        raise InputError([f"{name} rows {a} and {b}: the same time {show(rows[b - 1][t_col])}"])
+    if len(t_arr) == 1 and not step:
+        raise InputError([f"{name}: one sample: a history needs at least two (or give its step)"])
+    if step and len(t_arr) > 1 and step > np.diff(t_arr).min() + 1e-9:
+        raise InputError([f"{name}: step {step:g} s is longer than the shortest interval"])
+    return History(t_arr, v_arr, step, name)
+
+
+def _csv_rows(file: Path) -> list[list[str]]:
+    """The rows of a CSV file, a header row at least."""
     name = str(file)
     text = read_input(file)
     try:
@@ -164,20 +191,31 @@ def read_history(
         raise InputError([f"{name}: not a readable CSV file: {exc}"]) from None
     if not rows:
         raise InputError([f"{name}: empty file: expected a header row and one row per sample"])
-    header = [h.strip() for h in rows[0]]
+    return rows
+
+
+def _column(
+    name: str, header: list[str], wanted: str | None, defaults: Sequence[str], what: str
+) -> int:
+    """The index of column `wanted`, else of the first of `defaults` the header has."""
+    for candidate in [wanted] if wanted else defaults:
+        if candidate in header:
+            return header.index(candidate)
+    tried = repr(wanted) if wanted else " or ".join(map(repr, defaults))
     columns = ", ".join(header) or "none"
+    raise InputError([f"{name}: no {what} column {tried} (columns: {columns})"])
 
-    def column(wanted: str | None, defaults: Sequence[str], what: str) -> int:
-        for candidate in [wanted] if wanted else defaults:
-            if candidate in header:
-                return header.index(candidate)
-        tried = repr(wanted) if wanted else " or ".join(map(repr, defaults))
-        raise InputError([f"{name}: no {what} column {tried} (columns: {columns})"])
 
-    t_col = column(time_column, TIME_COLUMNS, "time")
-    others = [h for h in header if h != header[t_col]]
-    v_col = column(value_column, ["value", *(others if len(others) == 1 else [])], "value")
-    filters = [(column(k, (), "filter"), v) for k, v in (where or {}).items()]
+def _samples(
+    name: str,
+    rows: list[list[str]],
+    header: list[str],
+    t_col: int,
+    v_col: int,
+    filters: list[tuple[int, str]],
+) -> tuple[list[float], list[float], list[int]]:
+    """The times, values and line numbers of the rows that pass `filters` and hold a value;
+    InputError with up to ten bad rows."""
     t_name, v_name = header[t_col], header[v_col]
     times: list[float] = []
     values: list[float] = []
@@ -211,17 +249,4 @@ def read_history(
             break
     if problems:
         raise InputError(problems)
-    if not times:
-        kept = " that match `where`" if where else ""
-        raise InputError([f"{name}: no rows with a value{kept}"])
-    order = np.argsort(np.asarray(times), kind="stable")
-    t_arr, v_arr = np.asarray(times)[order], np.asarray(values)[order]
-    same = np.flatnonzero(np.diff(t_arr) == 0)
-    if len(same):
-        a, b = sorted((lines[order[same[0]]], lines[order[same[0] + 1]]))
-        raise InputError([f"{name} rows {a} and {b}: the same time {show(rows[b - 1][t_col])}"])
-    if len(t_arr) == 1 and not step:
-        raise InputError([f"{name}: one sample: a history needs at least two (or give its step)"])
-    if step and len(t_arr) > 1 and step > np.diff(t_arr).min() + 1e-9:
-        raise InputError([f"{name}: step {step:g} s is longer than the shortest interval"])
-    return History(t_arr, v_arr, step, name)
+    return times, values, lines
