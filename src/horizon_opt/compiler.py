@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from horizon_opt.compiler_placed import gpus_by_node
 from horizon_opt.errors import InstanceError
 from horizon_opt.instance import (
     BoolArray,
@@ -355,20 +356,7 @@ class _Compiler:
                 "leave finished jobs out of the instance",
             )
         gang = gangs[pool.index]
-        gpus: dict[int, tuple[int, ...]] = {}
-        for name, idx in spec.gpus.items():
-            n = self.node_index.get(name)
-            if n is None or self.node_pools[n] != pool.index:
-                self.error(f"{path}.gpus", f"{name!r} is not a node of pool {pool.name!r}")
-                continue
-            if len(set(idx)) != len(idx) or max(idx, default=0) >= pool.gpus_per_node:
-                self.error(
-                    f"{path}.gpus.{name}",
-                    f"GPU indices {show(idx)} are not distinct indices in "
-                    f"0..{pool.gpus_per_node - 1}",
-                )
-                continue
-            gpus[n] = tuple(sorted(idx))
+        gpus = gpus_by_node(spec.gpus, pool, self.node_index, self.node_pools, path, self.error)
         if len(self.problems) > problems:
             return None
         sizes = sorted({len(v) for v in gpus.values()})
