@@ -29,9 +29,11 @@ from horizon_opt.forecast import (
     forecast_horizon,
     headroom_for,
     history_gap,
+    history_gap_warning,
     patch_instance,
     read_history,
     replicas,
+    seasonality_of,
     summarize,
     write_demand_csv,
 )
@@ -407,3 +409,19 @@ def test_where_a_forecast_goes_and_how_far_its_history_is() -> None:
     later = datetime(2026, 12, 11, 10, tzinfo=UTC)
     assert forecast_horizon(history, start=later)[0] == later
     assert history_gap(history, later) == timedelta(days=40)
+
+
+def test_a_gap_past_a_week_is_warned_and_seasonality_is_day_or_week() -> None:
+    """History ending 40 days before the forecast: warned, naming the seasonal pattern that
+    carries over; a week exactly is not. Seasonality is day or week, named as the option."""
+    history = hourly([1.0] * 10)  # ends 2026-11-01 10:00
+    warning = history_gap_warning(history, datetime(2026, 12, 11, 10, tzinfo=UTC), "week")
+    assert warning == (
+        "the history ends 2026-11-01 10:00 UTC, 40 days before the forecast starts: only its "
+        "weekly pattern and its latest level carry over that gap"
+    )
+    assert history_gap_warning(history, datetime(2026, 11, 8, 10, tzinfo=UTC), "day") is None
+    assert seasonality_of("day") == "day" and seasonality_of("week") == "week"
+    with pytest.raises(InputError) as caught:
+        seasonality_of("month")
+    assert caught.value.problems == ["--seasonality: day or week, got 'month'"]

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import horizon_opt as ho
 from horizon_opt.cli import app
 from horizon_opt.errors import PlanError
-from horizon_opt.export import report_html
+from horizon_opt.export import file_labels, report_html
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
 
@@ -174,3 +174,13 @@ def test_report_with_prices_has_the_heatmap(demo: Instance, demo_plans: list[Pla
     assert "One more h100 node is worth about" in text
     assert text.count("data:image/png;base64,") == 2 * len(demo_plans) + 1
     assert_self_contained(text)
+
+
+def test_plans_from_files_are_named_by_solver_then_file(tiny_plan: Plan) -> None:
+    """Solvers when they differ; file names when a solver repeats; both when those repeat."""
+    other = tiny_plan.model_copy(update={"solver": "greedy"})
+    assert file_labels([tiny_plan, other], ["x.json", "x.json"]) == ["hand", "greedy"]
+    two = [tiny_plan, tiny_plan]
+    assert file_labels(two, ["a/x.json", "b/y.json"]) == ["x", "y"]
+    twice = [Path("a/x.json"), Path("b/x.json")]
+    assert file_labels(two, twice) == [f"hand ({twice[0]})", f"hand ({twice[1]})"]

@@ -33,6 +33,7 @@ from horizon_opt.whatif import (
     ChangeKind,
     WhatIf,
     apply_changes,
+    check_what_if,
     format_what_if,
     parse_change,
     what_if,
@@ -462,3 +463,26 @@ def test_cli_prices_alone_and_with_a_change(instance_file: Path) -> None:
     )
     assert as_json.exit_code == 0, as_json.output
     assert "pools" in json.loads(as_json.stdout)["prices"]
+
+
+def test_which_requests_make_sense() -> None:
+    """The library refuses what the command refuses, with the same messages: nothing asked, a
+    change without a solver, a plan to write without a change."""
+    add = [Change("add", "a", nodes=1)]
+    check_what_if(add, "greedy", prices=False, writes_plan=True)
+    check_what_if([], None, prices=True, writes_plan=False)
+    cases = [
+        (
+            [],
+            "greedy",
+            False,
+            False,
+            "give at least one change (--add, --remove, --outage, --demand) or --prices",
+        ),
+        (add, None, True, False, "--solver: needed to plan the changed instance"),
+        ([], None, True, True, "--output: there is no changed instance to plan"),
+    ]
+    for changes, solver, prices, writes_plan, message in cases:
+        with pytest.raises(InputError) as caught:
+            check_what_if(changes, solver, prices, writes_plan)
+        assert caught.value.problems == [message]

@@ -122,6 +122,21 @@ def parse_change(text: str, kind: ChangeKind) -> Change:
     return Change(kind, service.strip(), factor=factor)
 
 
+def check_what_if(
+    changes: Sequence[Change], solver: str | None, prices: bool, writes_plan: bool
+) -> None:
+    """Which what-if requests make sense: at least one change, or capacity prices; a solver
+    when there is a change to plan; a plan to write only of a changed instance. InputError
+    names the option."""
+    if not changes and not prices:
+        options = ", ".join(OPTION[k] for k in KINDS)
+        raise InputError([f"give at least one change ({options}) or --prices"])
+    if changes and solver is None:
+        raise InputError(["--solver: needed to plan the changed instance"])
+    if not changes and writes_plan:
+        raise InputError(["--output: there is no changed instance to plan"])
+
+
 def _span(text: str, bad: Callable[[str], InputError]) -> tuple[int | str, int | str]:
     """FROM-TO: ISO times hold `-` too, so the split is the one `-` with a time on each side."""
     splits = [

@@ -41,6 +41,7 @@ from horizon_opt.whatif import (
     Change,
     ChangeKind,
     WhatIf,
+    check_what_if,
     format_what_if,
     parse_change,
     solve_what_if,
@@ -166,14 +167,7 @@ def whatif_cmd(
             *_changes("outage", outage),
             *_changes("demand", demand),
         ]
-        if not changes and not prices:
-            raise InputError(
-                ["give at least one change (--add, --remove, --outage, --demand) or --prices"]
-            )
-        if changes and solver is None:
-            raise InputError(["--solver: needed to plan the changed instance"])
-        if not changes and output is not None:
-            raise InputError(["--output: there is no changed instance to plan"])
+        check_what_if(changes, solver, prices, writes_plan=output is not None)
         if solver is not None:
             check_solver(solver)
         if changes:
@@ -368,7 +362,7 @@ def report_cmd(
 ) -> None:
     """Write one self-contained HTML report: instance, plans side by side, charts, why jobs
     wait, waits."""
-    from horizon_opt.export import ensure_plan_fits, write_report
+    from horizon_opt.export import ensure_plan_fits, file_labels, write_report
 
     with input_errors():
         check_outputs(
@@ -379,14 +373,7 @@ def report_cmd(
         plans = [Plan.read(f) for f in plan_files]
         for f, plan in zip(plan_files, plans, strict=True):
             ensure_plan_fits(inst, plan, source=str(f))
-        solvers = [p.solver for p in plans]
-        stems = [f.stem for f in plan_files]
-        if len(set(solvers)) == len(solvers):
-            labels = solvers
-        elif len(set(stems)) == len(stems):
-            labels = stems
-        else:
-            labels = [f"{s} ({f})" for s, f in zip(solvers, plan_files, strict=True)]
+        labels = file_labels(plans, plan_files)
         priced = capacity_prices(inst, PRICES_SECONDS) if prices else None
         with writing("--output", output):
             path = write_report(inst, plans, output, labels=labels, prices=priced)

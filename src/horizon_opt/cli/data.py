@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -21,11 +21,11 @@ from horizon_opt.forecast import (
     demand_for,
     forecast_horizon,
     headroom_for,
-    history_gap,
+    history_gap_warning,
     patch_instance,
     read_history,
+    seasonality_of,
     summarize,
-    to_datetime,
 )
 from horizon_opt.importers import Imported, read_cluster
 from horizon_opt.importers.kueue import import_kueue, read_workloads
@@ -177,26 +177,15 @@ def forecast_cmd(
         filters = _where(where)
         history = read_history(history_file, time_column, value_column, where=filters or None)
         first, slots, slot_minutes = _horizon(patch, start, history, slots, slot_minutes)
-        if seasonality not in ("day", "week"):
-            raise InputError([f"--seasonality: day or week, got {seasonality!r}"])
+        season = seasonality_of(seasonality)
         try:
-            params = SeasonalQuantile(
-                quantile,
-                "week" if seasonality == "week" else "day",
-                window_days,
-                slot_minutes,
-            )
+            params = SeasonalQuantile(quantile, season, window_days, slot_minutes)
             values = demand_for(history, first, slots, rps_per_replica, params)
         except ValueError as exc:
             raise InputError([f"forecast: {exc}"]) from None
-    gap = history_gap(history, first)
-    if gap > timedelta(days=7):
-        typer.echo(
-            f"warning: the history ends {to_datetime(history.end):%Y-%m-%d %H:%M} UTC, "
-            f"{gap.days:,} days before the forecast starts: only its {seasonality}ly pattern "
-            "and its latest level carry over that gap",
-            err=True,
-        )
+    warning = history_gap_warning(history, first, season)
+    if warning is not None:
+        typer.echo(f"warning: {warning}", err=True)
     if run_backtest:
         for line in _backtest_lines(history, params, rps_per_replica):
             typer.echo(line, err=True)

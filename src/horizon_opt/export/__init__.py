@@ -13,11 +13,12 @@ from horizon_opt.export.charts import (
     write_chart,
 )
 from horizon_opt.export.csv import inference_path, read_csv, read_inference_csv, write_csv
-from horizon_opt.export.report import report_html, write_report
+from horizon_opt.export.report import file_labels, report_html, write_report
 
 __all__ = [
     "MAX_NODE_ROWS",
     "ensure_plan_fits",
+    "file_labels",
     "inference_path",
     "plan_problems",
     "plot_gantt",

@@ -468,6 +468,18 @@ def _labels(plans: Sequence[Plan], labels: Sequence[str] | None) -> list[str]:
     ]
 
 
+def file_labels(plans: Sequence[Plan], files: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """Names for plans read from `files`: their solvers; when a solver comes twice, the files'
+    names (without extension); when those repeat too, both."""
+    solvers = [p.solver for p in plans]
+    stems = [Path(f).stem for f in files]
+    if len(set(solvers)) == len(solvers):
+        return solvers
+    if len(set(stems)) == len(stems):
+        return stems
+    return [f"{s} ({f})" for s, f in zip(solvers, files, strict=True)]
+
+
 def report_html(
     instance: Instance,
     plans: Sequence[Plan],

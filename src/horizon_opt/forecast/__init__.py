@@ -45,6 +45,7 @@ from horizon_opt.forecast.demand import (
     demand_csv_text,
     forecast_horizon,
     history_gap,
+    history_gap_warning,
     patch_instance,
     write_demand_csv,
 )
@@ -68,6 +69,7 @@ from horizon_opt.forecast.models import (
     StaticPeakFit,
     demand_for,
     replicas,
+    seasonality_of,
 )
 
 __all__ = [
@@ -92,9 +94,11 @@ __all__ = [
     "forecast_horizon",
     "headroom_for",
     "history_gap",
+    "history_gap_warning",
     "patch_instance",
     "read_history",
     "replicas",
+    "seasonality_of",
     "summarize",
     "to_datetime",
     "write_demand_csv",

@@ -144,3 +144,19 @@ def history_gap(history: History, first: datetime) -> timedelta:
     """How long before the forecast's first slot the history ends: past a week, only its
     seasonal pattern and its latest level carry over."""
     return first - to_datetime(history.end)
+
+
+GAP_WARNED = timedelta(days=7)  # a longer gap carries over only the pattern and the level
+
+
+def history_gap_warning(history: History, first: datetime, seasonality: str) -> str | None:
+    """The warning when the history ends more than a week before the forecast's first slot
+    (only its `seasonality`'s pattern and its latest level carry over), else None."""
+    gap = history_gap(history, first)
+    if not gap > GAP_WARNED:
+        return None
+    return (
+        f"the history ends {to_datetime(history.end):%Y-%m-%d %H:%M} UTC, "
+        f"{gap.days:,} days before the forecast starts: only its {seasonality}ly pattern "
+        "and its latest level carry over that gap"
+    )

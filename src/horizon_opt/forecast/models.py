@@ -10,6 +10,7 @@ from typing import Final, Literal, Protocol
 
 import numpy as np
 
+from horizon_opt.errors import InputError
 from horizon_opt.forecast.history import History, TimeLike, epoch_seconds, to_datetime
 from horizon_opt.instance import FloatArray
 
@@ -88,6 +89,17 @@ class _Slotted:
         if n < self.per_day / 2:
             return math.nan
         return float((self.sums[hi] - self.sums[lo]) / n)
+
+
+SEASONALITIES: tuple[Literal["day", "week"], ...] = ("day", "week")
+
+
+def seasonality_of(text: str) -> Literal["day", "week"]:
+    """`text` as `SeasonalQuantile.seasonality`; InputError naming --seasonality otherwise."""
+    for season in SEASONALITIES:
+        if text == season:
+            return season
+    raise InputError([f"--seasonality: day or week, got {text!r}"])
 
 
 @dataclass(frozen=True)
