@@ -28,6 +28,7 @@ from horizon_opt.outputs import Output, check_outputs, writing
 from horizon_opt.replan import DEFAULT_FREEZE_MINUTES
 from horizon_opt.simulate import Noise, Replay, World, policy, simulate
 from horizon_opt.simulate.audit import audit_files, write_audit
+from horizon_opt.simulate.engine import require_empty_cluster
 from horizon_opt.simulate.report import format_table, plot_realized, to_csv
 from horizon_opt.simulate.world_file import write_world
 from horizon_opt.simulate.worlds import replay_world
@@ -140,13 +141,7 @@ def simulate_cmd(
         ]
         if not chosen:
             raise InputError(["--policy: name at least one policy"])
-        if inst.now or inst.placed:
-            raise InputError(
-                [
-                    f"{instance}: simulate replays a horizon from an empty cluster: leave out `now` "
-                    "and `placed`"
-                ]
-            )
+        require_empty_cluster(inst, str(instance))
         warn(instance, inst)
         world, drawn = replay_world(inst, world_kind, seed, world_noise, actual)
     options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed)

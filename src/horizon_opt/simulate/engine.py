@@ -82,6 +82,19 @@ class Replay:
     SERIES = ("realized_by_slot", "audit")  # fields that are not one figure of a table row
 
 
+def require_empty_cluster(instance: Instance, name: str | None = None) -> None:
+    """A replay runs a horizon from its start: an instance with `now` or placed jobs (a state)
+    is refused, naming the instance file `name` when given."""
+    if instance.now or any(j.placed is not None for j in instance.jobs):
+        where = f"{name}: " if name else ""
+        raise InstanceError(
+            [
+                f"{where}simulate replays a horizon from an empty cluster: leave out `now` and "
+                "`placed`"
+            ]
+        )
+
+
 class _Replayer:
     def __init__(
         self,
@@ -91,10 +104,7 @@ class _Replayer:
         options: SolveOptions,
         on_decision: Callable[[str], None] | None,
     ) -> None:
-        if instance.now or any(j.placed is not None for j in instance.jobs):
-            raise InstanceError(
-                ["simulate starts from an empty cluster: the instance has `now` or placed jobs"]
-            )
+        require_empty_cluster(instance)
         self.inst = instance
         self.world = world
         demands = {s.index: s.demand.tolist() for s in instance.services}
