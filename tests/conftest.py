@@ -200,6 +200,18 @@ FIFO_TIES: Spec = {
     ],
 }
 
+# QUEUE: 8 slots of 60 minutes, one node of 4 GPUs, no inference. `first` (4 slots, value 16)
+# and `second` (2 slots, value 8) both need the whole node, so `second` waits for `first`.
+QUEUE: Spec = {
+    "name": "queue",
+    "horizon": {"slots": 8, "slot_minutes": 60},
+    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 4}],
+    "jobs": [
+        {"id": "first", "priority": 1, "gpus": 4, "duration": 4},
+        {"id": "second", "priority": 1, "gpus": 4, "duration": 2},
+    ],
+}
+
 # A multi-node gang, a timestamped horizon and fractional demand, for the all-solvers check.
 MIXED: Spec = {
     "name": "mixed",

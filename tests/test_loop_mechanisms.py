@@ -8,7 +8,7 @@ that does not compile); each case's decisions are worked out in its docstring.
 from __future__ import annotations
 
 import pytest
-from conftest import build
+from conftest import QUEUE, build
 
 from horizon_opt.check import check
 from horizon_opt.compiler import compile_instance
@@ -21,18 +21,6 @@ from horizon_opt.simulate.runtimes import RunTimes
 from horizon_opt.solvers import SolveOptions
 
 FAST = SolveOptions(time_limit=1.0, workers=1, seed=0)
-
-# QUEUE: one node of 4 GPUs, 60-minute slots; `first` (4 GPUs, limit 4) then `second` (4 GPUs,
-# limit 2): the plan at slot 0 runs first 0-4 and second 4-6.
-QUEUE = {
-    "name": "queue",
-    "horizon": {"slots": 8, "slot_minutes": 60},
-    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 4}],
-    "jobs": [
-        {"id": "first", "priority": 1, "gpus": 4, "duration": 4},
-        {"id": "second", "priority": 1, "gpus": 4, "duration": 2},
-    ],
-}
 
 
 def world_of(inst: Instance, shares: dict[str, float]) -> World:
@@ -91,7 +79,8 @@ def test_an_event_cadence_only_for_a_re_planning_policy(name: str) -> None:
 
 
 def test_re_planning_at_an_event_starts_what_an_early_end_frees() -> None:
-    """QUEUE, `first` ends at slot 2 (half its limit). cpsat re-planning every 4 slots holds
+    """QUEUE (conftest): `first` (limit 4) then `second` (limit 2) on one 4-GPU node; `first`
+    ends at slot 2 (half its limit). cpsat re-planning every 4 slots holds
     second's promised start at 4 between re-plans (the fill keeps every promise): second runs
     4-6. cpsat@event re-plans at slot 2, the event, holding nothing: second runs 2-4."""
     inst = build(QUEUE)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from conftest import MIXED, TINY, Spec, build
+from conftest import MIXED, QUEUE, TINY, Spec, build
 from matplotlib.figure import Figure
 from typer.testing import CliRunner
 
@@ -90,18 +90,6 @@ PREEMPT: Spec = {
         {"id": "hi", "priority": 4, "gpus": 2, "duration": 6, "pools": ["a"]},
         {"id": "lo", "priority": 1, "gpus": 2, "duration": 6, "pools": ["a"]},
         {"id": "side", "priority": 1, "gpus": 1, "duration": 6, "pools": ["b"]},
-    ],
-}
-
-# QUEUE: 8 slots of 60 minutes, one node of 4 GPUs, no inference. `first` (4 slots, value 16)
-# and `second` (2 slots, value 8) both need the whole node, so `second` waits for `first`.
-QUEUE: Spec = {
-    "name": "queue",
-    "horizon": {"slots": 8, "slot_minutes": 60},
-    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 4}],
-    "jobs": [
-        {"id": "first", "priority": 1, "gpus": 4, "duration": 4},
-        {"id": "second", "priority": 1, "gpus": 4, "duration": 2},
     ],
 }
 
