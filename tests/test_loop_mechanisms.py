@@ -45,7 +45,9 @@ def audit_holds(instance: Instance, r: Replay) -> None:
     assert plan.metrics.utilization == pytest.approx(r.realized_utilization, rel=1e-12)
 
 
-def warmed(jobs: list[dict[str, object]], slots: int = 8) -> Instance:
+def warmed(
+    jobs: list[dict[str, object]], slots: int = 8, services: list[dict[str, object]] = ()
+) -> Instance:
     """One node of 16 GPUs, `slots` slots of 60 minutes, and ten warm-ups w0..w9 (1 GPU, limit
     2) that start at slot 0 and, in `world_of`, end after one slot: at slot 1 ten runs of ratio
     0.5 have ended, enough to predict (median 0.5)."""
@@ -55,6 +57,7 @@ def warmed(jobs: list[dict[str, object]], slots: int = 8) -> Instance:
             "name": "warmed",
             "horizon": {"slots": slots, "slot_minutes": 60},
             "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 16}],
+            "services": list(services),
             "jobs": warm + jobs,
         }
     )
@@ -146,6 +149,27 @@ def test_a_job_that_outlives_its_prediction_keeps_running() -> None:
     assert r.audit is not None
     big = [(run.start, run.end, run.outcome) for run in r.audit.runs if run.job == "big"]
     assert big == [(1, 6, "unfinished")]  # held to the horizon's end, earning nothing
+    audit_holds(inst, r)
+
+
+@pytest.mark.parametrize("name", ["backfill-expect", "cpsat-expect@event"])
+def test_a_job_that_outlives_its_prediction_into_inference_gives_way(name: str) -> None:
+    """`long` (16 GPUs, limit 4, released at 1) is expected to run 2 slots: planned 1-3, beside
+    a service of one 8-GPU replica from slot 3 on; on its limit it would meet the replica and
+    never start. It really runs its limit. At slot 3 it outlives its prediction: a decision
+    there predicts it again (to its limit, 5) and reserves only what it leaves (nothing), and
+    inference, needing its replica, preempts it: 16 GPUs x 2 h lost, no demand short, no node
+    ever over capacity (the engine raises if one is)."""
+    chat = {"name": "chat", "pool": "a", "gpus_per_replica": 8, "demand": [0] * 3 + [1] * 5}
+    inst = warmed(
+        [{"id": "long", "priority": 2, "gpus": 16, "duration": 4, "release": 1}],
+        services=[chat],
+    )
+    r = replay(inst, world_of(inst, {}), policy(name, 4, 4, slot_minutes=60), FAST)
+    assert r.audit is not None
+    runs = [(run.start, run.end, run.outcome) for run in r.audit.runs if run.job == "long"]
+    assert runs == [(1, 3, "preempted")]
+    assert (r.preemptions, r.lost_gpu_hours, r.slo_short_share) == (1, 32.0, 0.0)
     audit_holds(inst, r)
 
 

@@ -116,6 +116,7 @@ class _Replayer:
         self.runtimes = None if learned is None else RunTimes(learned)
         self.predicted = Predicted(instance) if self.runtimes is not None else None
         self.believed: dict[int, int] = {}  # running job planned on a prediction -> planned end
+        self.expected: dict[int, int] = {}  # `-expect`: running job -> the end plans last saw
         self.predict: set[int] = set()  # the jobs the last state planned on a prediction
         self.alone = AloneView(instance)
         self.order = topological_order(instance)
@@ -176,6 +177,7 @@ class _Replayer:
                 j: Running(r.pool, r.start, r.gpus, self.expected_end(j, t))
                 for j, r in running.items()
             }
+            self.expected = {j: r.end for j, r in running.items() if r.end is not None}
             every = range(len(self.inst.jobs))
             told = self.predicted.told(self.runtimes, running, every, discount=False)
         elif self.runtimes is not None and self.predicted is not None:
@@ -471,6 +473,8 @@ class _Replayer:
             self.first_start.setdefault(j, t)
             if j in self.predict:  # planned on its prediction: an event if it outlives it
                 self.believed[j] = self.plan_ends[j]
+            if self.policy.expect is not None:
+                self.expected[j] = self.plan_ends[j]
             for n, g in gpus.items():
                 used[n] += len(g)
                 held[n].update(g)
@@ -497,6 +501,8 @@ class _Replayer:
             event |= t in releases
             # a job planned on a prediction reaches its planned end still running
             event |= any(end == t for end in self.believed.values())
+            # a job planned on its expected run time outlives it: plans after it must move
+            event |= any(end == t and j in self.running for j, end in self.expected.items())
             event |= self.stop_on_outages(t)
             due = policy.due(t)
             if due or (event and not policy.open_loop):
