@@ -7,6 +7,8 @@ that does not compile); each case's decisions are worked out in its docstring.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from conftest import QUEUE, build
 
@@ -46,7 +48,7 @@ def audit_holds(instance: Instance, r: Replay) -> None:
 
 
 def warmed(
-    jobs: list[dict[str, object]], slots: int = 8, services: list[dict[str, object]] = ()
+    jobs: list[dict[str, object]], slots: int = 8, services: Sequence[dict[str, object]] = ()
 ) -> Instance:
     """One node of 16 GPUs, `slots` slots of 60 minutes, and ten warm-ups w0..w9 (1 GPU, limit
     2) that start at slot 0 and, in `world_of`, end after one slot: at slot 1 ten runs of ratio
