@@ -12,20 +12,18 @@ import json
 import math
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake import install_commands, write_demand_csv
+from fake import HORIZON_OPT, assert_current_plan_valid, install_commands, write_demand_csv
 from fake import slurm as fake
 from prometheus_client.parser import text_string_to_metric_families
 
 from horizon_opt.service.folder import StateFolder
 
 REPO = Path(__file__).resolve().parent.parent
-HORIZON_OPT = Path(sys.executable).parent / "horizon-opt"
 T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
 HOSTS = ["gpu-h100-01", "gpu-h100-02", "gpu-h100-03"]
 DEMAND = [2, 2, 3, 4, 4, 3, 2, 2]  # replicas, repeating every 8 hours
@@ -156,13 +154,7 @@ def test_cycles_follow_the_forecast_keep_running_jobs_and_change_only_what_chang
     assert any(a[1:3] == ["create", "reservation"] for a in sent)
     running = {"JobId=101", "JobId=102"}
     assert not [a for a in sent if running & set(a)]
-    current = cluster["dir"] / "state" / "current"
-    check = subprocess.run(
-        [str(HORIZON_OPT), "check", str(current / "instance.yaml"), str(current / "plan.json")],
-        capture_output=True,
-        text=True,
-    )
-    assert check.returncode == 0 and check.stdout.startswith("VALID"), check.stdout
+    assert_current_plan_valid(cluster["dir"] / "state")
 
     again = _run(cluster, "--apply")  # the same queue at the same time: nothing to change
     assert again.returncode == 0, again.stderr

@@ -24,18 +24,16 @@ import json
 import math
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from fake import install_commands, write_demand_csv
+from fake import HORIZON_OPT, assert_current_plan_valid, install_commands, write_demand_csv
 from fake import kueue as fake
 
 REPO = Path(__file__).resolve().parent.parent
-HORIZON_OPT = Path(sys.executable).parent / "horizon-opt"
 T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
 HOSTS = ["gpu-h100-01", "gpu-h100-02", "gpu-h100-03"]
 POOL_GPUS = 3 * 8
@@ -312,17 +310,7 @@ def test_the_batch_quota_leaves_what_inference_holds_now_and_changes_only_when_i
     assert _h100_quota(world) == quota
     assert dict(fake.gpu_flavors(world["clusterqueue"]))["a100"] == 0  # left alone
     assert not [a for a in sent if a[2] != "clusterqueue"]  # holds are off: no workload patch
-    check = subprocess.run(
-        [
-            str(HORIZON_OPT),
-            "check",
-            str(cluster["dir"] / "state/current/instance.yaml"),
-            str(cluster["dir"] / "state/current/plan.json"),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert check.returncode == 0 and check.stdout.startswith("VALID"), check.stdout
+    assert_current_plan_valid(cluster["dir"] / "state")
 
     again = _run(cluster, "--apply")  # the same world at the same time: nothing to send
     assert again.returncode == 0, again.stderr
