@@ -20,6 +20,7 @@ from horizon_opt.io import parse_spec
 from horizon_opt.params import SearchParams
 from horizon_opt.relaxation import solve_lp
 from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.guide import (
     ListRule,
     LpGuide,
@@ -164,3 +165,27 @@ def test_lns_path_repeatable_with_one_worker() -> None:
     a = ho.solve(inst, "cpsat", time_limit=3.0, workers=1, seed=3, params=LNS_ONLY)
     b = ho.solve(inst, "cpsat", time_limit=3.0, workers=1, seed=3, params=LNS_ONLY)
     assert a.assignments == b.assignments
+
+
+def test_a_repeatable_budget_ignores_the_wall_clock() -> None:
+    """Past its wall deadline, a one-worker budget stops unless it is repeatable (then only its
+    deterministic units stop it); the LP then takes a count of steps, not a share of the clock."""
+    params = SearchParams()
+    plain = Budget(0.01, True, params)
+    repeatable = Budget(0.01, True, params, repeatable=True)
+    time.sleep(0.02)
+    assert plain.out_of_time() and not repeatable.out_of_time()
+    assert plain.lp_steps(params) is None
+    assert repeatable.lp_steps(params) == 1  # ceil(40 steps/s x 0.3 x 0.01 s)
+    repeatable.charge(repeatable.units)
+    assert repeatable.out_of_time()
+
+
+def test_the_lp_stops_after_its_steps() -> None:
+    inst = small_generated()
+    assert solve_lp(inst, float("inf"), max_steps=2).lp.iterations <= 2
+
+
+def test_repeatable_needs_one_worker() -> None:
+    with pytest.raises(ValueError, match="one worker"):
+        ho.SolveOptions(workers=2, repeatable=True)

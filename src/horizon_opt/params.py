@@ -16,6 +16,9 @@ class SearchParams:
     # -- the budget: shares of the time limit ---------------------------------------------------
     lp_share: float = 0.3
     """At most this share of the time limit for the LP before the search."""
+    lp_steps_per_second: float = 40.0
+    """In a repeatable budget (no wall clock), the LP's column-generation steps per second of
+    its share, instead of its share of the wall clock."""
     bound_share: float = 0.1
     """Kept after the search to tighten the bound, when it is tightened at the end at all."""
     full_model_share: float = 0.5

@@ -46,13 +46,15 @@ def solve_lp(
     deadline: float,
     log: Callable[[str], None] | None = None,
     params: SearchParams | None = None,
+    max_steps: int | None = None,
 ) -> Relaxation:
     """The LP with one row per dependency (every successor run needs a predecessor run that ends
-    by the successor's latest start), by column generation until converged or `deadline`."""
+    by the successor's latest start), by column generation until converged, `deadline` or
+    `max_steps` master solves."""
     params = params or SearchParams()
     started = time.perf_counter()
     cols = build_columns(instance)
-    lp = column_generation(cols, deadline, log, None, params.initial_runs)
+    lp = column_generation(cols, deadline, log, None, params.initial_runs, max_steps)
     if log is not None:
         log(
             f"time-indexed LP: bound {lp.bound:.3f}, {len(cols.job)} columns, {lp.iterations} "

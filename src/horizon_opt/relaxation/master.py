@@ -198,8 +198,11 @@ def column_generation(
     log: Callable[[str], None] | None,
     initial: IntArray | None,
     initial_runs: int,
+    max_steps: int | None = None,
 ) -> LpResult:
-    """The LP's certified bound, by column generation until converged or `deadline`.
+    """The LP's certified bound, by column generation until converged, `deadline` or
+    `max_steps` master solves (each solved to the end when `deadline` is infinite, so that a
+    rerun takes the same steps).
 
     The master starts with `initial`, or with `initial_runs` on-time runs of each job on each
     pool, spread from its earliest to its latest (`spread_runs`; from the earliest runs alone,
@@ -214,7 +217,7 @@ def column_generation(
     master = Master(cols)
     master.add(spread_runs(cols, initial_runs) if initial is None else initial)
     started = time.perf_counter()
-    while time.perf_counter() < deadline:
+    while time.perf_counter() < deadline and (max_steps is None or result.iterations < max_steps):
         result.iterations += 1
         solved = master.solve(deadline - time.perf_counter())
         if solved is None:

@@ -53,6 +53,10 @@ class SolveOptions:
     hint: Plan | None = None  # a plan to start from (cpsat)
     on_progress: Callable[[Progress], None] | None = None
     params: SearchParams = field(default_factory=SearchParams)  # tuning of the cpsat search
+    # With one worker: only the deterministic budget stops cpsat, never the wall clock, so a
+    # rerun gives the same plan under any load (a replay's decisions); a loaded or slow machine
+    # then takes longer than `time_limit`.
+    repeatable: bool = False
 
     def __post_init__(self) -> None:
         """Refuse options no solver can honour, with a message instead of a solver's crash."""
@@ -64,3 +68,5 @@ class SolveOptions:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
         if not 0 <= self.seed <= MAX_SEED:
             raise ValueError(f"seed must be from 0 to {MAX_SEED}, got {self.seed}")
+        if self.repeatable and self.workers != 1:
+            raise ValueError(f"repeatable needs one worker, got {self.workers}")

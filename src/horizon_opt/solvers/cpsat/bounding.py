@@ -23,6 +23,7 @@ reported bound is the lowest of all, and `Search.bound_source` names the source 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -63,8 +64,12 @@ def source_of(bound: Bound) -> str:
 
 
 def relax(search: Search) -> Relaxation:
-    """The time-indexed LP, within `lp_share` of the time limit."""
+    """The time-indexed LP, within `lp_share` of the time limit (a repeatable budget: within
+    its count of steps)."""
     budget = search.budget
+    steps = budget.lp_steps(search.params)
+    if steps is not None:
+        return solve_lp(search.inst, math.inf, search.write_log, search.params, steps)
     deadline = min(budget.deadline, budget.started + search.params.lp_share * budget.time_limit)
     return solve_lp(
         search.inst, max(deadline, time.perf_counter() + 0.5), search.write_log, search.params
@@ -90,9 +95,8 @@ def start_pool_bound(search: Search, inc: Incumbent, at_once: bool) -> None:
         seconds = POOL.at_once * budget.time_limit
         units = seconds * POOL.units_per_second if budget.deterministic else None
         # (with a deterministic limit, the wall clock is only a safety that stops it later)
-        limits = PoolLimits(
-            seconds * (2 if units else 1), deterministic=units, seed=search.opt.seed
-        )
+        safety = math.inf if budget.repeatable else seconds * (2 if units else 1)
+        limits = PoolLimits(safety, deterministic=units, seed=search.opt.seed)
         found = pool_bound(search.inst, limits, hint, _stoppable(search))
         if budget.deterministic:
             budget.charge(found.deterministic_time * budget.per_second / POOL.units_per_second)

@@ -2,21 +2,26 @@
 
 With one worker every step is charged in deterministic units (CP-SAT's own, plus a fixed charge
 per Python-side step), so a rerun takes the same steps and gives the same plan, whatever the
-machine's speed. The wall clock still stops the search at the time limit. Ctrl-C ends the budget.
+machine's speed. The wall clock still stops the search at the time limit, unless the budget is
+`repeatable` (the relaxation then stops by its count of steps too). Ctrl-C ends the budget.
 """
 
 from __future__ import annotations
 
+import math
 import time
 
 from horizon_opt.params import SearchParams
 
 
 class Budget:
-    def __init__(self, time_limit: float, deterministic: bool, params: SearchParams) -> None:
+    def __init__(
+        self, time_limit: float, deterministic: bool, params: SearchParams, repeatable: bool = False
+    ) -> None:
         self.started = time.perf_counter()
         self.time_limit = time_limit
-        self.deadline = self.started + time_limit
+        self.repeatable = deterministic and repeatable
+        self.deadline = self.started + time_limit  # (the bound's work still keeps to it)
         self.deterministic = deterministic
         # (the LP before the search takes wall time, up to lp_share of it)
         self.per_second = params.deterministic_per_second
@@ -39,6 +44,8 @@ class Budget:
         """True when the budget, less `reserve` (a share of the time limit), is spent."""
         if self.interrupted or self.units_spent(reserve):
             return True
+        if self.repeatable:
+            return False
         return time.perf_counter() >= self.deadline - reserve * self.time_limit
 
     def spent(self) -> float:
@@ -46,6 +53,12 @@ class Budget:
         if self.deterministic:
             return self.used / max(self.units, 1e-9)
         return self.elapsed() / self.time_limit
+
+    def lp_steps(self, params: SearchParams) -> int | None:
+        """Column-generation steps the relaxation may take (None: until its wall deadline)."""
+        if not self.repeatable:
+            return None
+        return max(1, math.ceil(params.lp_steps_per_second * params.lp_share * self.time_limit))
 
     def remaining(self, reserve: float = 0.0) -> float:
         """Budget left for CP-SAT (deterministic units with one worker, else seconds)."""

@@ -25,7 +25,9 @@ class Search:
         self.opt = options
         self.params = options.params
         self.log = log
-        self.budget = Budget(options.time_limit, options.workers == 1, self.params)
+        self.budget = Budget(
+            options.time_limit, options.workers == 1, self.params, options.repeatable
+        )
         self.runner = Runner(self.budget, self.write_log if log is not None else None)
         self.rng = np.random.default_rng(options.seed)
         self.scale = value_scale(instance)
