@@ -1,6 +1,5 @@
-"""The compaction passes (solvers/compact.py) on hand-built placements: one node of 8 GPUs (two
-pools of one node for the serial schedule), no inference, 8 slots; each case says where each
-job must end up and why."""
+"""The compaction passes (solvers/compact.py) on hand-built placements: one node of 8 GPUs, no
+inference, 8 slots; each case says where each job must end up and why."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from horizon_opt.instance import Instance, Promise
 from horizon_opt.io import parse_spec
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.solvers.assemble import Placement
-from horizon_opt.solvers.compact import left_shift, relist
+from horizon_opt.solvers.compact import fill_gaps, left_shift
 
 
 def _instance(jobs: list[dict[str, Any]], now: int = 0) -> Instance:
@@ -107,50 +106,16 @@ def test_cpsat_plans_leave_no_job_later_than_it_needs_to_be(
         }
 
 
-def _two_pools(jobs: list[dict[str, Any]]) -> Instance:
-    pools = [
-        {"name": "p", "gpu_type": "H100", "nodes": 1, "gpus_per_node": 8},
-        {"name": "q", "gpu_type": "A100", "nodes": 1, "gpus_per_node": 8},
-    ]
-    return compile_instance(
-        parse_spec({"name": "relist", "horizon": {"slots": 8}, "pools": pools, "jobs": jobs})
-    )
-
-
-def _relisted(inst: Instance, placements: list[Placement]) -> dict[str, tuple[str, int]]:
-    out = relist(inst, placements, elastic_layout(inst))
-    return {inst.jobs[p.job].id: (inst.pools[p.pool].name, p.start) for p in out}
-
-
-def test_the_serial_schedule_moves_a_job_to_the_pool_where_it_ends_first() -> None:
-    # a (8 GPUs, 2 slots on p) at 0, x (8 GPUs, 2 slots on p, 3 on q) after it at 2 on p: ends
-    # 2 + 4. Placed again in start order, x ends first on q, from 0 (3 < 4): ends 2 + 3. The
-    # left-shift keeps x's pool, where a holds every GPU before 2.
-    inst = _two_pools(
+def test_a_left_out_job_goes_where_it_fits_and_ends_on_time() -> None:
+    # a (8 GPUs) holds slots 0-1. Left out: b (4 GPUs, 2 slots, due at 4) fits at 2 and ends
+    # on time; c (8 GPUs, 7 slots) would end at 9, past the horizon (8); d after c waits for it.
+    inst = _instance(
         [
-            {"id": "a", "priority": 1, "gpus": 8, "duration": 2, "pools": ["p"]},
-            {"id": "x", "priority": 1, "gpus": 8, "duration": {"p": 2, "q": 3}},
+            {"id": "a", "priority": 1, "gpus": 8, "duration": 2},
+            {"id": "b", "priority": 1, "gpus": 4, "duration": 2, "deadline": 4},
+            {"id": "c", "priority": 5, "gpus": 8, "duration": 7},
+            {"id": "d", "priority": 5, "gpus": 1, "duration": 1, "after": ["c"]},
         ]
     )
-    placements = [Placement(0, 0, 0, (0,)), Placement(1, 0, 2, (0,))]
-    assert _relisted(inst, placements) == {"a": ("p", 0), "x": ("q", 0)}
-    assert _starts(inst, placements) == {"a": 0, "x": 2}
-
-
-def test_the_serial_schedule_is_kept_only_when_every_job_still_earns() -> None:
-    # y (deadline 3) at 0 on q for 3 slots, x at 3 on p: both on time (ends 3 + 5). In start
-    # order y is placed first: on p it ends at 2, earlier; x (8 GPUs, 2 on p, 3 on q) then ends
-    # on q at 3 or on p at 4: q, 3. Ends 2 + 3 < 3 + 5, every job on time: kept. With x due
-    # at 2 (planned 0-2 on p, y 0-3 on q), y first on p leaves x no end by 2: the plan stays.
-    jobs = [
-        {"id": "y", "priority": 1, "gpus": 8, "duration": {"p": 2, "q": 3}, "deadline": 3},
-        {"id": "x", "priority": 1, "gpus": 8, "duration": {"p": 2, "q": 3}},
-    ]
-    inst = _two_pools(jobs)
-    assert _relisted(inst, [Placement(0, 1, 0, (1,)), Placement(1, 0, 3, (0,))]) == {
-        "y": ("p", 0),
-        "x": ("q", 0),
-    }
-    late = _two_pools([jobs[0], {**jobs[1], "deadline": 2}])
-    unchanged = [Placement(0, 1, 0, (1,)), Placement(1, 0, 0, (0,))]
-    assert _relisted(late, unchanged) == {"y": ("q", 0), "x": ("p", 0)}
+    filled = fill_gaps(inst, [Placement(0, 0, 0, (0,))], elastic_layout(inst))
+    assert {inst.jobs[p.job].id: p.start for p in filled} == {"a": 0, "b": 2}

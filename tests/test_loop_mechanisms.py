@@ -1,6 +1,5 @@
 """The loop's mechanisms, each on a hand-sized case where it must change a decision:
-re-planning at every event (`@event`), planning on learned run times (`-expect`) and headroom
-against demand error (`-guard`).
+re-planning at every event (`@event`) and planning on learned run times (`-expect`).
 
 Every replay's plans are checked by the engine itself (it raises on an invalid plan or a state
 that does not compile); each case's decisions are worked out in its docstring.
@@ -10,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pytest
 from conftest import QUEUE, build
 
@@ -21,9 +19,7 @@ from horizon_opt.instance import Instance
 from horizon_opt.simulate import Noise, World, draw_world, policy, replay
 from horizon_opt.simulate.audit import actual_spec, ran_plan
 from horizon_opt.simulate.engine import Replay
-from horizon_opt.simulate.guard import guarded, learned_factor
 from horizon_opt.simulate.runtimes import RunTimes
-from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.solvers import SolveOptions
 
 FAST = SolveOptions(time_limit=1.0, workers=1, seed=0)
@@ -192,82 +188,4 @@ def test_expect_replays_noisy_worlds(name: str) -> None:
         w = draw_world(inst, Noise(early=0.5, fail=0.3, demand=0.5), seed)
         r = replay(inst, w, policy(name, 2, 1, slot_minutes=60), FAST)
         assert r.replans >= 1
-        audit_holds(inst, r)
-
-
-# -- -guard ---------------------------------------------------------------------------------------
-
-
-def one_node(jobs: list[dict[str, object]], forecast: list[float]) -> Instance:
-    """One node of 16 GPUs, one slot per hour, a service of 1-GPU replicas with `forecast`."""
-    return build(
-        {
-            "name": "guarded",
-            "horizon": {"slots": len(forecast), "slot_minutes": 60},
-            "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 16}],
-            "services": [{"name": "chat", "pool": "a", "gpus_per_replica": 1, "demand": forecast}],
-            "jobs": jobs,
-        }
-    )
-
-
-def test_the_guard_is_an_upper_quantile_of_the_errors_seen() -> None:
-    """Forecast 10, actual 11, 12, 9: log errors -0.105, 0.095, 0.182; their 0.9 quantile
-    (linear) is 0.095 + 0.8 * 0.087 = 0.165, a factor of 1.179; nothing seen yet: 1; a forecast
-    above every actual: still 1 (the guard never lowers a forecast)."""
-    inst = one_node([], [10.0] * 4)
-    actual = (np.array([11.0, 12.0, 9.0, 10.0]),)
-    assert learned_factor(inst, actual, 3) == pytest.approx(1.1793, abs=1e-4)
-    assert learned_factor(inst, actual, 0) == 1.0
-    assert learned_factor(inst, (np.array([8.0] * 4),), 3) == 1.0
-
-
-def test_the_guard_raises_the_forecast_only_where_it_fits() -> None:
-    """A running job holds 10 of 16 GPUs for slots 0-1 (limit 2). A factor of 1.5 on a forecast
-    of 4 asks for 6 replicas: they fit beside it (6 free). A factor of 2 asks for 8: capped at
-    the 6 that fit while the job runs, 8 after it."""
-    inst = one_node([{"id": "run", "priority": 1, "gpus": 10, "duration": 2}], [4.0] * 4)
-    state = instance_at(inst, 0, [], {0: Running(0, 0, {0: tuple(range(10))})})
-    assert guarded(state, 1.5).services[0].req.tolist() == [6, 6, 6, 6]
-    assert guarded(state, 2.0).services[0].req.tolist() == [6, 6, 8, 8]
-    assert guarded(state, 1.0) is state
-
-
-def test_the_guard_keeps_long_work_out_of_the_room_demand_errors_take() -> None:
-    """Forecast 4 replicas (4 GPUs) on a 16-GPU node; inference really needs 5, 5, 4, 4, then 5
-    to the end. At slot 2 arrive `gang` (12 GPUs, limit 4, value 48), `eleven` (11 GPUs, limit
-    4, value 44) and `short` (1 GPU, limit 2, value 2). cpsat@event plans against the forecast:
-    gang fills the 12 GPUs it leaves, and at slot 4 inference takes one of its GPUs: gang is
-    preempted (12 GPUs x 2 h lost); short runs 5-7: 2. cpsat-guard@event has seen errors of
-    +25% at slots 0-1: it plans against 5 replicas, so eleven (11 + 5 = 16), and puts short in
-    the band the forecast leaves (2-4): 44 + 2, nothing preempted."""
-    jobs = [
-        {"id": "gang", "priority": 1, "gpus": 12, "duration": 4, "release": 2},
-        {"id": "eleven", "priority": 1, "gpus": 11, "duration": 4, "release": 2},
-        {"id": "short", "priority": 1, "gpus": 1, "duration": 2, "release": 2},
-    ]
-    inst = one_node(jobs, [4.0] * 8)
-    demand = (np.array([5.0, 5.0, 4.0, 4.0, 5.0, 5.0, 5.0, 5.0]),)
-    w = World({j.id: 1.0 for j in inst.jobs}, frozenset(), demand)
-    plain = replay(inst, w, policy("cpsat@event", 4, 4, slot_minutes=60), FAST)
-    guard = replay(inst, w, policy("cpsat-guard@event", 4, 4, slot_minutes=60), FAST)
-    assert (plain.realized_pwo, plain.preemptions, plain.lost_gpu_hours) == (2, 1, 24.0)
-    assert (guard.realized_pwo, guard.preemptions) == (46, 0)
-    assert starts(guard) == {"eleven": 2, "short": 2}
-    audit_holds(inst, guard)
-
-
-@pytest.mark.parametrize("name", ["backfill-guard", "cpsat-guard@event", "cpsat-guard"])
-def test_guard_replays_noisy_worlds(name: str) -> None:
-    """Jobs fail, end early and demand strays far: the engine checks every plan and state."""
-    inst = warmed(
-        [
-            {"id": f"j{i}", "priority": 1 + i % 3, "gpus": 4 * (1 + i % 4), "duration": 1 + i % 4}
-            for i in range(8)
-        ],
-        services=[{"name": "chat", "pool": "a", "gpus_per_replica": 2, "demand": [2, 3, 4, 3] * 2}],
-    )
-    for seed in range(2):
-        w = draw_world(inst, Noise(early=0.5, fail=0.3, demand=0.5), seed)
-        r = replay(inst, w, policy(name, 2, 1, slot_minutes=60), FAST)
         audit_holds(inst, r)

@@ -50,6 +50,9 @@ class SearchParams:
     left_shift: bool = True
     """Start every job as early as the plan's other jobs let it, on its pool (`compact.py`):
     the same pwo, shorter waits."""
+    fill_gaps: bool = True
+    """After the compaction, place the jobs the plan leaves out where they fit and end on time
+    (`compact.fill_gaps`)."""
 
     # -- the full model -------------------------------------------------------------------------
     full_model_max_intervals: int = 4_000

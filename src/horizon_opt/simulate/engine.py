@@ -29,7 +29,6 @@ from horizon_opt.instance import Instance, IntArray, topological_order
 from horizon_opt.plan import Plan
 from horizon_opt.replan import replan
 from horizon_opt.simulate.audit import Audit, Run, told_spec
-from horizon_opt.simulate.guard import fill_band, guarded, learned_factor
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.runtimes import Predicted, RunTimes
 from horizon_opt.simulate.world import World
@@ -201,18 +200,15 @@ class _Replayer:
         started = time.perf_counter()
         state = self.state(t)
         full = due or self.plan is None or self.policy.online or self.policy.at_events
-        planned_for = state  # `-guard`: a state whose forecast is raised, then the band filled
-        if self.policy.guard:
-            planned_for = guarded(state, learned_factor(self.inst, self.world.demand, t))
         if not full:  # between re-plans: hold every promise, place the rest into the gaps
             assert self.plan is not None
             fill = replan(
-                planned_for, self.plan, self.policy.fill, self.options, freeze_slots=self.inst.slots
+                state, self.plan, self.policy.fill, self.options, freeze_slots=self.inst.slots
             )
             new = fill.plan
         elif self.plan is not None and not self.policy.online:
             result = replan(
-                planned_for,
+                state,
                 self.plan,
                 self.policy.solver,
                 self.options,
@@ -223,9 +219,7 @@ class _Replayer:
             if new.churn is not None:
                 self.moved.append(new.churn.moved)
         else:
-            new = solve(planned_for, self.policy.solver, self.options)
-        if self.policy.guard:
-            state, new = fill_band(state, new, self.options)
+            new = solve(state, self.policy.solver, self.options)
         self.seconds.append(time.perf_counter() - started)
         violations = check(state, new)
         if violations:  # every plan the replay executes is checked, as every plan elsewhere

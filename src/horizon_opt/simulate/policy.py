@@ -27,10 +27,6 @@ the runs ended so far, a running job on what the runs that lasted as long ran in
 backfill with system-generated predictions does. A limit stays where a job is killed; a job
 that outlives its prediction keeps running and is predicted again, and the starts planned on
 its GPUs wait for it.
-
-`<solver>-guard` is told nothing more: it plans inference at an upper quantile of the forecast's
-error seen so far (`simulate.guard`), so that work placed beside inference is less often
-preempted when demand runs above the forecast.
 """
 
 from __future__ import annotations
@@ -43,7 +39,7 @@ from horizon_opt.instance import duration_minutes
 from horizon_opt.simulate.runtimes import DEFAULT_QUANTILE
 from horizon_opt.solvers import SOLVERS
 
-SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle", "-predict", "-expect", "-guard")
+SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle", "-predict", "-expect")
 
 
 @dataclass(frozen=True)
@@ -60,7 +56,6 @@ class Policy:
     predict: float | None = None  # bet on this quantile of the run times seen so far
     expect: float | None = None  # plan every job on this quantile of the run times seen so far
     at_events: bool = False  # a full re-plan at every event (`@event`), none on a timer
-    guard: bool = False  # plans inference at an upper quantile of the demand error seen so far
 
     @property
     def online(self) -> bool:
@@ -99,9 +94,8 @@ def policy(
                 "optionally with -open (one plan knowing every arrival, executed as planned), "
                 "-runtimes (told the actual run times), -arrivals (told every arrival), "
                 "-oracle (both), -predict (bets on the jobs limits leave out, on run times "
-                "learned from the runs ended so far), -expect (plans every job on those run "
-                "times) or -guard (plans inference at an upper quantile of the demand error "
-                "seen so far), then, for a re-planning solver, "
+                "learned from the runs ended so far) or -expect (plans every job on those run "
+                "times), then, for a re-planning solver, "
                 "@EVERY/FREEZE (e.g. cpsat@30m/0m)"
             ]
         )
@@ -119,7 +113,6 @@ def policy(
         predict=quantile if suffix == "-predict" else None,
         expect=quantile if suffix == "-expect" else None,
         at_events=at_events,
-        guard=suffix == "-guard",
     )
 
 

@@ -1,16 +1,15 @@
 """Compaction: every job as early as the plan's other jobs and its inference layout let it.
 
 pwo counts a job once it ends on time, whenever that is, so a search stopped by its time limit
-can leave jobs later than they need to be, and GPUs idle now that a later start could use. Two
-passes, both keeping the inference layout and never lowering pwo:
+can leave jobs later than they need to be, and gaps that a left-out job could use. Two passes,
+both keeping the inference layout and never lowering pwo:
 
-- `relist`: the plan's jobs placed again in the order of their starts, each at its earliest-ending
-  fit on any of its pools and nodes (a serial schedule in the plan's order), kept only when
-  every job still earns what it earned and the ends sum lower: the search's own tie-break
-  (docs/design.md), improved where the plan left a node idle that a later start could use;
 - `left_shift`: each job, in start order, to the earliest window on its own pool where it fits
   beside everything else (the jobs before it at their new starts, the jobs after it where they
-  are): it delays no job, so waits only shrink.
+  are): it delays no job, so waits only shrink;
+- `fill_gaps`: the jobs the plan leaves out, highest priority first, each at its earliest-ending
+  fit in what the plan leaves free, when it ends on time there: pwo only rises. A search stopped
+  by its time limit can leave such a gap, and compaction can open one.
 
 A job that starts earlier frees its GPUs earlier for whatever the next plan places there.
 """
@@ -20,46 +19,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance
+from horizon_opt.instance import Instance, topological_order
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.grid import CapacityGrid, Fit
-from horizon_opt.solvers.listsched import earliest_end
+from horizon_opt.solvers.listsched import (
+    earliest_end,
+    inherited_ranks,
+    priority_deadline_first,
+)
 
 
-def relist(instance: Instance, placements: Sequence[Placement], layout: Layout) -> list[Placement]:
-    """The placements as a serial schedule in their start order (see the module) when it earns
-    as much from every job and ends sooner in all; otherwise the placements unchanged. Placed
-    jobs (running or held) and jobs holding a promise stay."""
-    stays = [p for p in placements if _stays(instance, p)]
+def fill_gaps(
+    instance: Instance, placements: Sequence[Placement], layout: Layout
+) -> list[Placement]:
+    """The placements and the left-out jobs that fit beside them and end on time (see the
+    module), a job only after its predecessors."""
     free = layout.free.copy()
-    for p in stays:
+    for p in placements:
         free[list(p.nodes), p.start : p.end(instance)] -= p.gpus_per_node(instance)
     grid = CapacityGrid(instance, free)
-    ends = {p.job: p.end(instance) for p in stays}
-    out = list(stays)
-    for p in sorted(
-        (p for p in placements if not _stays(instance, p)), key=lambda q: (q.start, q.job)
-    ):
-        job, window = instance.jobs[p.job], instance.windows[p.job]
-        t0 = window.after(ends[q] for q in job.after)
-        on_time = p.earned(instance) > 0
-        fit = earliest_end(grid, job, t0, window.latest_end if on_time else window.horizon)
+    ends = {p.job: p.end(instance) for p in placements}
+    out = list(placements)
+    ranks = inherited_ranks(instance, priority_deadline_first)
+    for j in topological_order(instance, key=ranks.__getitem__):
+        job, window = instance.jobs[j], instance.windows[j]
+        if j in ends or job.placed is not None or any(q not in ends for q in job.after):
+            continue
+        fit = earliest_end(grid, job, window.after(ends[q] for q in job.after), window.latest_end)
         if fit is None:
-            return list(placements)
+            continue
         grid.occupy(fit, job.gangs[fit.pool], job.durations[fit.pool])
-        moved = Placement(p.job, fit.pool, fit.start, fit.nodes)
-        if on_time and moved.earned(instance) <= 0:
-            return list(placements)
-        out.append(moved)
-        ends[p.job] = moved.end(instance)
-    if sum(ends.values()) < sum(p.end(instance) for p in placements):
-        return out
-    return list(placements)
-
-
-def _stays(instance: Instance, p: Placement) -> bool:
-    job = instance.jobs[p.job]
-    return job.placed is not None or job.promise is not None
+        out.append(Placement(j, fit.pool, fit.start, fit.nodes))
+        ends[j] = out[-1].end(instance)
+    return out
 
 
 def left_shift(

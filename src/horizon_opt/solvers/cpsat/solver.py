@@ -27,7 +27,7 @@ import horizon_opt.solvers.cpsat.starts as starts
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers.assemble import build_plan, drop_idle_late
-from horizon_opt.solvers.compact import left_shift, relist
+from horizon_opt.solvers.compact import fill_gaps, left_shift
 from horizon_opt.solvers.cpsat.guide import lp_guide
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.cpsat.lns import Lns
@@ -91,7 +91,9 @@ def _assemble(search: Search, inc: Incumbent, bound: float | None) -> Plan:
     status: Status = "optimal" if proven and pwo >= value - 1e-9 else "feasible"
     placements = list(inc.placements.values())
     if search.params.left_shift:
-        placements = left_shift(inst, relist(inst, placements, search.layout), search.layout)
+        placements = left_shift(inst, placements, search.layout)
+    if search.params.fill_gaps:
+        placements = fill_gaps(inst, placements, search.layout)
     return build_plan(
         inst,
         "cpsat",
