@@ -14,7 +14,9 @@ error (docs/simulate.md), and per seed.
 from __future__ import annotations
 
 import argparse
+import shlex
 import statistics
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -32,13 +34,17 @@ VARIANTS: dict[str, tuple[str, dict[str, object], float]] = {
     "cpsat@event (no fill)": ("cpsat@event", {"fill_gaps": False}, 0.0),
     "cpsat@event (stability 0.05)": ("cpsat@event", {}, 0.05),
     "cpsat@event (stability 0.2)": ("cpsat@event", {}, 0.2),
+    "backfill-expect": ("backfill-expect", {}, 0.0),
+    "cpsat-expect@event": ("cpsat-expect@event", {}, 0.0),
+    "cpsat-pack@event": ("cpsat-pack@event", {}, 0.0),
+    "cpsat-runtimes@event": ("cpsat-runtimes@event", {}, 0.0),
 }
 
 
 def run(path: str, seed: int, seconds: float, labels: tuple[str, ...]) -> dict[str, float]:
     """Realized pwo (`LABEL`) and promise error (`LABEL h`) of backfill and of each variant in
     the world of `seed`."""
-    inst = ho.load_instance(path)
+    inst = ho.load_instance(HERE.parent / path)
     world = draw_world(inst, Noise(), seed)
     base = ho.SolveOptions(time_limit=seconds, workers=1, seed=0)
     every = freeze = -(-120 // inst.slot_minutes)  # the loop section's 2 h, for periodic ones
@@ -53,10 +59,14 @@ def run(path: str, seed: int, seconds: float, labels: tuple[str, ...]) -> dict[s
     return row
 
 
-def report(path: str, rows: list[dict[str, float]], labels: tuple[str, ...], seconds: float) -> str:
+def report(
+    path: str, rows: list[dict[str, float]], labels: tuple[str, ...], seconds: float, command: str
+) -> str:
     pct = {k: [100.0 * (r[k] / r["backfill"] - 1.0) for r in rows] for k in labels}
     lines = [
         f"# Loop mechanisms on {len(rows)} draws of `{Path(path).name}`'s world",
+        "",
+        f"From `{command}`.",
         "",
         f"cpsat one worker, {seconds:g} s per plan (repeatable); synthetic world "
         f"({Noise()}), seeds 0-{len(rows) - 1}; realized pwo against backfill's in "
@@ -84,7 +94,7 @@ def report(path: str, rows: list[dict[str, float]], labels: tuple[str, ...], sec
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--instance", default=str(HERE.parent / "instances" / "demo.yaml"))
+    ap.add_argument("--instance", default="instances/demo.yaml", help="relative to the checkout")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--jobs", type=int, default=2)
@@ -99,7 +109,10 @@ def main() -> None:
     n = len(seeds)
     with ProcessPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(run, [args.instance] * n, seeds, [args.seconds] * n, [labels] * n))
-    text = report(args.instance, rows, labels, args.seconds)
+    command = ".venv/bin/python benchmarks/loop_seeds.py " + " ".join(
+        shlex.quote(a) for a in sys.argv[1:]
+    )
+    text = report(args.instance, rows, labels, args.seconds, command)
     if args.out is not None:
         args.out.write_text(text)
     print(text)

@@ -1,5 +1,6 @@
 """The loop's mechanisms, each on a hand-sized case where it must change a decision:
-re-planning at every event (`@event`) and planning on learned run times (`-expect`).
+re-planning at every event (`@event`) and planning on learned run times (`-expect`, and
+`-pack` without bets).
 
 Every replay's plans are checked by the engine itself (it raises on an invalid plan or a state
 that does not compile); each case's decisions are worked out in its docstring.
@@ -175,7 +176,31 @@ def test_a_job_that_outlives_its_prediction_into_inference_gives_way(name: str) 
     audit_holds(inst, r)
 
 
-@pytest.mark.parametrize("name", ["backfill-expect", "cpsat-expect@event", "greedy-expect"])
+def test_packing_on_learned_run_times_bets_on_nothing() -> None:
+    """Horizon 8; at slot 1 the warm-ups say jobs run half their limit. `long` (16 GPUs,
+    limit 8, value 256) can end in time only on its prediction (1 + 4 <= 8, but 1 + 8 > 8);
+    `other` (16 GPUs, limit 3, value 48) either way. cpsat-expect@event bets: long 1-5, other
+    after it; long really runs its limit and is still running when the horizon ends, other never
+    starts: the warm-ups' 20. cpsat-pack@event counts long on time only if its limit is (its due
+    slot moves from 8 to 4): other runs 1-4, long never starts: 20 + 48."""
+    inst = warmed(
+        [
+            {"id": "long", "priority": 2, "gpus": 16, "duration": 8, "release": 1},
+            {"id": "other", "priority": 1, "gpus": 16, "duration": 3, "release": 1},
+        ]
+    )
+    w = world_of(inst, {})
+    expect = replay(inst, w, policy("cpsat-expect@event", 4, 4, slot_minutes=60), FAST)
+    pack = replay(inst, w, policy("cpsat-pack@event", 4, 4, slot_minutes=60), FAST)
+    assert (starts(expect)["long"], "other" in starts(expect)) == (1, False)
+    assert (starts(pack)["other"], "long" in starts(pack)) == (1, False)
+    assert (expect.realized_pwo, pack.realized_pwo) == (20, 68)
+    audit_holds(inst, pack)
+
+
+@pytest.mark.parametrize(
+    "name", ["backfill-expect", "cpsat-expect@event", "greedy-expect", "cpsat-pack@event"]
+)
 def test_expect_replays_noisy_worlds(name: str) -> None:
     """Jobs fail, end early and demand strays: the engine checks every plan and state."""
     inst = warmed(

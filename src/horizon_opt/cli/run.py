@@ -10,12 +10,10 @@ import typer
 
 from horizon_opt.cli.errors import input_errors
 from horizon_opt.cli.options import (
-    DEFAULT_WORKERS,
     InstanceArg,
     PlanTimeLimit,
     Seed,
     Stability,
-    Workers,
     file_name,
     time_option,
 )
@@ -54,6 +52,15 @@ Policies = Annotated[
         "-predict: bets on the jobs whose limits cannot end in time; -expect: plans on run "
         "times learned so far; @EVERY/FREEZE or @event after a re-planning one: its own cadence "
         "(cpsat@30m/0, cpsat@event).",
+    ),
+]
+ReplayWorkers = Annotated[
+    int,
+    typer.Option(
+        "--workers",
+        help="CP-SAT search workers per plan; with 1 (the default) every plan, and so the "
+        "replay, is repeatable under any load (it may then take longer than its time limits).",
+        min=1,
     ),
 ]
 ReplanEvery = Annotated[
@@ -114,7 +121,7 @@ def simulate_cmd(
     actual: Actual = None,
     seed: Seed = 0,
     time_limit: PlanTimeLimit = 20.0,
-    workers: Workers = DEFAULT_WORKERS,
+    workers: ReplayWorkers = 1,
     charts: RealizedChart = True,
 ) -> None:
     """Replay policies over the horizon against an actual world (jobs end early or fail,

@@ -179,7 +179,13 @@ class _Replayer:
             }
             self.expected = {j: r.end for j, r in running.items() if r.end is not None}
             every = range(len(self.inst.jobs))
-            told = self.predicted.told(self.runtimes, running, every, discount=False)
+            told = self.predicted.told(
+                self.runtimes,
+                running,
+                every,
+                discount=False,
+                on_time_by_limit=self.policy.on_time_by_limit,
+            )
         elif self.runtimes is not None and self.predicted is not None:
             running = {
                 j: Running(r.pool, r.start, r.gpus, self.believed_end(j, t))

@@ -27,6 +27,10 @@ the runs ended so far, a running job on what the runs that lasted as long ran in
 backfill with system-generated predictions does. A limit stays where a job is killed; a job
 that outlives its prediction keeps running and is predicted again, and the starts planned on
 its GPUs wait for it.
+
+`<solver>-pack` plans as `-expect` does, but counts a job on time only when its limit would end
+in time (its due slot moved earlier by what its limit adds to its prediction): packing on
+learned run times without betting on them.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from horizon_opt.instance import duration_minutes
 from horizon_opt.simulate.runtimes import DEFAULT_QUANTILE
 from horizon_opt.solvers import SOLVERS
 
-SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle", "-predict", "-expect")
+SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle", "-predict", "-expect", "-pack")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class Policy:
     knows_arrivals: bool = False  # planners see every job of the horizon before its release
     predict: float | None = None  # bet on this quantile of the run times seen so far
     expect: float | None = None  # plan every job on this quantile of the run times seen so far
+    # (`-pack`) ...but count a job on time only when its limit would end in time: no bets
+    on_time_by_limit: bool = False
     at_events: bool = False  # a full re-plan at every event (`@event`), none on a timer
 
     @property
@@ -94,8 +100,9 @@ def policy(
                 "optionally with -open (one plan knowing every arrival, executed as planned), "
                 "-runtimes (told the actual run times), -arrivals (told every arrival), "
                 "-oracle (both), -predict (bets on the jobs limits leave out, on run times "
-                "learned from the runs ended so far) or -expect (plans every job on those run "
-                "times), then, for a re-planning solver, "
+                "learned from the runs ended so far), -expect (plans every job on those run "
+                "times) or -pack (as -expect, a job on time only if its limit is), then, for a "
+                "re-planning solver, "
                 "@EVERY/FREEZE (e.g. cpsat@30m/0m)"
             ]
         )
@@ -111,7 +118,8 @@ def policy(
         knows_runtimes=suffix in ("-runtimes", "-oracle"),
         knows_arrivals=suffix in ("-arrivals", "-oracle"),
         predict=quantile if suffix == "-predict" else None,
-        expect=quantile if suffix == "-expect" else None,
+        expect=quantile if suffix in ("-expect", "-pack") else None,
+        on_time_by_limit=suffix == "-pack",
         at_events=at_events,
     )
 

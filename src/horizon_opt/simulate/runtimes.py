@@ -74,7 +74,7 @@ class Predicted:
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
         self.demand = {s.index: s.demand.astype(float).copy() for s in instance.services}
-        self.cache: tuple[tuple[float, float, frozenset[int]], Instance] | None = None
+        self.cache: tuple[tuple[float, float, frozenset[int], bool], Instance] | None = None
 
     def told(
         self,
@@ -82,35 +82,39 @@ class Predicted:
         running: Mapping[int, Running],
         predict: Collection[int],
         discount: bool = True,
+        on_time_by_limit: bool = False,
     ) -> Instance:
         """The instance whose states the planner sees: the `predict` jobs on their predicted
-        run times (with their priority discounted for the bet, if `discount`), every other job
-        on its limit, given the running jobs' believed ends."""
+        run times (with their priority discounted for the bet, if `discount`; with their due
+        slot moved earlier by what their limit adds to the prediction, if `on_time_by_limit`,
+        so that a plan counts a job on time only when its limit would end in time), every other
+        job on its limit, given the running jobs' believed ends."""
         trimmed = self.trim(running)
         ratio = runtimes.ratio()
         share = runtimes.quantile if discount else 1.0
-        key = (ratio, share, frozenset(predict))
+        key = (ratio, share, frozenset(predict), on_time_by_limit)
         if self.cache is not None and self.cache[0] == key and not trimmed:
             return self.cache[1]
         inst = self.instance
         names = [p.name for p in inst.pools]
-        jobs = [
-            spec
-            if job.index not in predict
-            else spec.model_copy(
-                update={
-                    "duration": {
-                        names[p]: max(1, math.ceil(ratio * d - 1e-9))
-                        for p, d in job.durations.items()
-                    },
-                    "pools": None,
-                    # it ends within its prediction with probability `quantile`: what it is
-                    # worth to start, per GPU-hour, is its priority that much less
-                    "priority": spec.priority * share,
-                }
-            )
-            for spec, job in zip(inst.spec.jobs, inst.jobs, strict=True)
-        ]
+        jobs = []
+        for job_spec, job in zip(inst.spec.jobs, inst.jobs, strict=True):
+            if job.index not in predict:
+                jobs.append(job_spec)
+                continue
+            predicted = {p: max(1, math.ceil(ratio * d - 1e-9)) for p, d in job.durations.items()}
+            update: dict[str, object] = {
+                "duration": {names[p]: d for p, d in predicted.items()},
+                "pools": None,
+                # it ends within its prediction with probability `quantile`: what it is worth
+                # to start, per GPU-hour, is its priority that much less
+                "priority": job_spec.priority * share,
+            }
+            if on_time_by_limit:
+                slack = max(job.durations[p] - d for p, d in predicted.items())
+                due = inst.slots if job.deadline is None else job.deadline
+                update["deadline"] = max(job.release, due - slack)
+            jobs.append(job_spec.model_copy(update=update))
         spec = inst.spec.model_copy(update={"jobs": jobs})
         told = compile_instance(spec, {k: v.tolist() for k, v in self.demand.items()})
         self.cache = (key, told)
