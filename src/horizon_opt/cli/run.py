@@ -50,7 +50,7 @@ Policies = Annotated[
         "re-planning), or <solver>-open for a solver's one plan executed open loop; "
         "-runtimes, -arrivals, -oracle: told the actual run times, every arrival, or both; "
         "-predict: bets on the jobs whose limits cannot end in time; -expect: plans on run "
-        "times learned so far; @EVERY/FREEZE or @event after a re-planning one: its own cadence "
+        "times learned so far; -pack: the same without bets; @EVERY/FREEZE or @event after a re-planning one: its own cadence "
         "(cpsat@30m/0, cpsat@event).",
     ),
 ]
