@@ -8,8 +8,9 @@ both keeping the inference layout and never lowering pwo:
   beside everything else (the jobs before it at their new starts, the jobs after it where they
   are): it delays no job, so waits only shrink;
 - `fill_gaps`: the jobs the plan leaves out, highest priority first, each at its earliest-ending
-  fit in what the plan leaves free, when it ends on time there: pwo only rises. A search stopped
-  by its time limit can leave such a gap, and compaction can open one.
+  fit in what the plan leaves free, when it ends on time there (`listsched.place_in_order`
+  around the plan's placements): pwo only rises. A search stopped by its time limit can leave
+  such a gap, and compaction can open one.
 
 A job that starts earlier frees its GPUs earlier for whatever the next plan places there.
 """
@@ -19,12 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, topological_order
+from horizon_opt.instance import Instance
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 from horizon_opt.solvers.listsched import (
-    earliest_end,
+    free_beside,
     inherited_ranks,
+    place_in_order,
     priority_deadline_first,
 )
 
@@ -33,25 +35,9 @@ def fill_gaps(
     instance: Instance, placements: Sequence[Placement], layout: Layout
 ) -> list[Placement]:
     """The placements and the left-out jobs that fit beside them and end on time (see the
-    module), a job only after its predecessors."""
-    free = layout.free.copy()
-    for p in placements:
-        free[list(p.nodes), p.start : p.end(instance)] -= p.gpus_per_node(instance)
-    grid = CapacityGrid(instance, free)
-    ends = {p.job: p.end(instance) for p in placements}
-    out = list(placements)
+    module): a list scheduling of the rest around them, highest priority first."""
     ranks = inherited_ranks(instance, priority_deadline_first)
-    for j in topological_order(instance, key=ranks.__getitem__):
-        job, window = instance.jobs[j], instance.windows[j]
-        if j in ends or job.placed is not None or any(q not in ends for q in job.after):
-            continue
-        fit = earliest_end(grid, job, window.after(ends[q] for q in job.after), window.latest_end)
-        if fit is None:
-            continue
-        grid.occupy(fit, job.gangs[fit.pool], job.durations[fit.pool])
-        out.append(Placement(j, fit.pool, fit.start, fit.nodes))
-        ends[j] = out[-1].end(instance)
-    return out
+    return place_in_order(instance, layout, ranks, fixed=placements, late=False)
 
 
 def left_shift(
@@ -59,12 +45,7 @@ def left_shift(
 ) -> list[Placement]:
     """The placements, each started as early as the others allow (see the module). Placed jobs
     (running or held) and jobs holding a promise (their bonus needs the promised start) stay."""
-    free = layout.free.copy()
-    for p in placements:
-        end = p.end(instance)
-        for n in p.nodes:
-            free[n, p.start : end] -= p.gpus_per_node(instance)
-    grid = CapacityGrid(instance, free)
+    grid = CapacityGrid(instance, free_beside(instance, layout, placements))
     ends: dict[int, int] = {}
     out: list[Placement] = []
     for p in sorted(placements, key=lambda q: (q.start, q.job)):

@@ -8,10 +8,10 @@ successor, so a valuable job is not starved by a cheap job it must run after.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, Job, topological_order
+from horizon_opt.instance import Instance, IntArray, Job, topological_order
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 
@@ -64,24 +64,38 @@ def earliest_end(
     return best
 
 
+def free_beside(instance: Instance, layout: Layout, placements: Sequence[Placement]) -> IntArray:
+    """[N, S] GPUs that the layout and `placements` leave free (a copy)."""
+    free = layout.free.copy()
+    for p in placements:
+        free[list(p.nodes), p.start : p.end(instance)] -= p.gpus_per_node(instance)
+    return free
+
+
 def place_in_order(
     instance: Instance,
     layout: Layout,
     ranks: list[Rank],
     targets: dict[int, int] | None = None,
     pools: dict[int, int] | None = None,
+    fixed: Sequence[Placement] = (),
+    late: bool = True,
 ) -> list[Placement]:
     """Place jobs in rank order (predecessors first), each at its earliest-ending fit; a job
     that fits nowhere (or whose predecessor did not) is left out.
 
     Optional, per job: `targets`, a start to aim for (the job first looks for a fit from there,
-    then from its earliest start), and `pools`, a pool to try before all of its pools.
+    then from its earliest start), and `pools`, a pool to try before all of its pools. `fixed`
+    placements stay where they are and are returned first; the other jobs fit around them.
+    With `late`, a job too late to earn its own value is still placed when a job after it may
+    earn its own.
     """
-    grid = CapacityGrid(instance, layout.free)
-    placements: dict[int, Placement] = {}
+    # (the list schedulings of the search fix nothing: no copy on their path)
+    grid = CapacityGrid(instance, free_beside(instance, layout, fixed) if fixed else layout.free)
+    placements: dict[int, Placement] = {p.job: p for p in fixed}
     for j in topological_order(instance, key=ranks.__getitem__):
         job = instance.jobs[j]
-        if any(p not in placements for p in job.after):
+        if j in placements or any(p not in placements for p in job.after):
             continue
         window = instance.windows[j]
         t0 = window.after(placements[p].end(instance) for p in job.after)
@@ -94,7 +108,7 @@ def place_in_order(
                 best = earliest_end(grid, job, t0, latest, only)
             if best is not None:
                 break
-        if best is None and instance.successors[j]:
+        if best is None and late and instance.successors[j]:
             # Too late to earn its own value, but its successors may still earn theirs.
             best = earliest_end(grid, job, t0, window.horizon)
         if best is None:
