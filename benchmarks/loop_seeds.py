@@ -28,16 +28,22 @@ from horizon_opt.simulate.policy import policy
 from horizon_opt.simulate.world import Noise, draw_world
 
 HERE = Path(__file__).resolve().parent
-# label -> (policy, cpsat search parameters changed from the defaults, stability weight)
-VARIANTS: dict[str, tuple[str, dict[str, object], float]] = {
-    "cpsat@event": ("cpsat@event", {}, 0.0),
-    "cpsat@event (no fill)": ("cpsat@event", {"fill_gaps": False}, 0.0),
-    "cpsat@event (stability 0.05)": ("cpsat@event", {}, 0.05),
-    "cpsat@event (stability 0.2)": ("cpsat@event", {}, 0.2),
-    "backfill-expect": ("backfill-expect", {}, 0.0),
-    "cpsat-expect@event": ("cpsat-expect@event", {}, 0.0),
-    "cpsat-pack@event": ("cpsat-pack@event", {}, 0.0),
-    "cpsat-runtimes@event": ("cpsat-runtimes@event", {}, 0.0),
+# label -> (policy, cpsat search parameters changed from the defaults, stability weight, weight
+# of a held promise)
+VARIANTS: dict[str, tuple[str, dict[str, object], float, float]] = {
+    "cpsat@event": ("cpsat@event", {}, 0.0, 0.0),
+    "cpsat@event (no fill)": ("cpsat@event", {"fill_gaps": False}, 0.0, 0.0),
+    "cpsat@event (stability 0.05)": ("cpsat@event", {}, 0.05, 0.0),
+    "cpsat@event (stability 0.2)": ("cpsat@event", {}, 0.2, 0.0),
+    **{
+        f"cpsat@event (keep promises {w:g})": ("cpsat@event", {}, 0.0, w)
+        for w in (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
+    },
+    "backfill-expect": ("backfill-expect", {}, 0.0, 0.0),
+    "cpsat-expect@event": ("cpsat-expect@event", {}, 0.0, 0.0),
+    "cpsat-pack@event": ("cpsat-pack@event", {}, 0.0, 0.0),
+    "cpsat-pack@event (keep promises 0.1)": ("cpsat-pack@event", {}, 0.0, 0.1),
+    "cpsat-runtimes@event": ("cpsat-runtimes@event", {}, 0.0, 0.0),
 }
 
 
@@ -51,9 +57,11 @@ def run(path: str, seed: int, seconds: float, labels: tuple[str, ...]) -> dict[s
     r = replay(inst, world, policy("backfill", every, freeze), base)
     row = {"backfill": r.realized_pwo, "backfill h": r.promise_error_hours}
     for label in labels:
-        name, changed, stability = VARIANTS[label]
+        name, changed, stability, keep = VARIANTS[label]
         options = replace(base, params=replace(SearchParams(), **changed))  # type: ignore[arg-type]
-        p = policy(name, every, freeze, stability, slot_minutes=inst.slot_minutes)
+        p = policy(
+            name, every, freeze, stability, slot_minutes=inst.slot_minutes, keep_promises=keep
+        )
         r = replay(inst, world, p, options)
         row[label], row[f"{label} h"] = r.realized_pwo, r.promise_error_hours
     return row

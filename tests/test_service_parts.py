@@ -3,6 +3,7 @@ and cycles, a plan moved onto a later horizon, and metrics.prom read by Promethe
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -239,3 +240,62 @@ def test_demand_past_the_gpus_running_jobs_leave_is_planned_with_what_fits(
         for t in range(1, 8)
     }
     assert replicas == {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 2, 7: 2}
+
+
+# -- the promise ledger ------------------------------------------------------------------------
+
+
+def test_the_ledger_takes_starts_two_hours_ahead_and_keeps_the_first() -> None:
+    """At 08:00 (slot 0), the plan's starts at slot 2 (2 h ahead) or later are promised, the
+    earlier ones not; c's earlier promise (13:00) stays as first told, and a job that left the
+    queue (`gone`) leaves the ledger."""
+    from horizon_opt.service.promises import updated
+
+    inst = _instance()
+    plan = solve(inst, "greedy")
+    starts = {a.job: a.start for a in plan.assignments}
+    told = {"c": datetime(2026, 12, 1, 13, tzinfo=UTC), "gone": START}
+    ledger = updated(inst, plan, told)
+    expected = {j: inst.slot_time(s) for j, s in starts.items() if s >= 2 and j != "c"}
+    assert ledger == expected | {"c": told["c"]}
+
+
+def test_the_ledger_on_a_later_horizon_and_on_disk(tmp_path: Path) -> None:
+    """10:30 on a horizon from 08:00 in hours: the last slot that starts by then is 2."""
+    from horizon_opt.service.promises import (
+        PROMISES,
+        promised_slots,
+        promises_json,
+        read_promises,
+    )
+
+    ledger = {"a": datetime(2026, 12, 1, 10, 30, tzinfo=UTC), "zzz": START}
+    assert promised_slots(_instance(), ledger) == {"a": 2}
+    (tmp_path / PROMISES).write_text(promises_json(ledger))
+    lines: list[str] = []
+    assert read_promises(tmp_path, lines) == ledger and lines == []
+    (tmp_path / PROMISES).write_text("{")
+    assert read_promises(tmp_path, lines) == {}
+    assert "is unreadable" in lines[0] and "no promise is held" in lines[0]
+
+
+def test_cycles_hold_the_promises_they_wrote(tmp_path: Path) -> None:
+    from horizon_opt.service.cycle import run_cycle
+    from horizon_opt.service.promises import PROMISES
+
+    path = _demo_config(tmp_path)
+    path.write_text(
+        path.read_text().replace(
+            "solver: greedy", "solver: cpsat\ntime_limit: 2\nworkers: 1\nkeep_promises: 0.5"
+        )
+    )
+    config = read_config(path)
+    first = run_cycle(config)
+    assert first.ok and first.folder is not None
+    written = (first.folder / PROMISES).read_text()
+    second = run_cycle(config)
+    assert second.ok and second.folder is not None
+    assert not any("unreadable" in line for line in second.lines)
+    kept = json.loads((second.folder / PROMISES).read_text())["promises"]
+    told = json.loads(written)["promises"]
+    assert told and kept.items() >= told.items()  # the same snapshot: every promise as told

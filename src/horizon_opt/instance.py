@@ -95,11 +95,17 @@ class Placed:
 class Promise:
     """A start that a previous plan promised (see `replan`'s stability weight): a plan that keeps
     the job on `pool` at `start`, on time, earns `bonus` on top of its value, so a move must gain
-    more than that to be worth it."""
+    more than that to be worth it. With `by`, a start at or before `start` on any pool keeps it
+    (a predicted start people were told: `replan.with_held_promises`)."""
 
     pool: int
     start: int
     bonus: float
+    by: bool = False
+
+    def kept(self, pool: int, start: int) -> bool:
+        """Whether a run on `pool` from `start` keeps the promise (on time: callers check)."""
+        return start <= self.start if self.by else (pool, start) == (self.pool, self.start)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ The heuristic solvers ignore the weight.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from horizon_opt.churn import churn
@@ -26,6 +27,7 @@ from horizon_opt.state import hold_starts
 # Starts this near are held: people act on them, and a re-plan every 2 h never moves a start
 # that the plan before it was about to make.
 DEFAULT_FREEZE_MINUTES = 120
+PROMISE_AHEAD_MINUTES = 120  # a start predicted this far ahead is a promise people plan around
 MAX_STABILITY = 10.0  # a promise worth ten times its job: beyond that, freeze it instead
 
 
@@ -82,4 +84,18 @@ def with_promises(instance: Instance, previous: Plan, stability: float) -> Insta
             jobs.append(job)
             continue
         jobs.append(replace(job, promise=Promise(pool, a.start, stability * job.value)))
+    return replace(instance, jobs=tuple(jobs))
+
+
+def with_held_promises(instance: Instance, starts: Mapping[str, int], weight: float) -> Instance:
+    """The instance with a `by` promise on every free job of `starts` (job id -> the start
+    people were told), worth `weight` times its value: a plan that starts the job by then, on
+    time, earns it. A promise already past (the job did not start by then) is dropped."""
+    jobs = []
+    for job in instance.jobs:
+        start = starts.get(job.id)
+        if start is None or start < instance.now or job.placed is not None:
+            jobs.append(job)
+            continue
+        jobs.append(replace(job, promise=Promise(-1, start, weight * job.value, by=True)))
     return replace(instance, jobs=tuple(jobs))

@@ -145,8 +145,8 @@ def _settings(suite: Suite | None) -> list[str]:
     every, freeze = (f"{v:g} min" if isinstance(v, float | int) else v for v in durations)
     return [
         f"- suite: `{suite.path}`",
-        f"- re-plan every {every}, freeze {freeze}, stability {loop.stability:g}; the synthetic "
-        f"world's noise {loop.noise}",
+        f"- re-plan every {every}, freeze {freeze}, stability {loop.stability:g}, promises held "
+        f"at {loop.keep_promises:g}; the synthetic world's noise {loop.noise}",
     ]
 
 

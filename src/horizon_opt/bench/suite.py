@@ -16,6 +16,7 @@ from horizon_opt.errors import InputError
 from horizon_opt.generate import SIZES
 from horizon_opt.instance import duration_minutes
 from horizon_opt.io import read_yaml, validation_problems
+from horizon_opt.replan import MAX_STABILITY
 from horizon_opt.simulate.policy import policy
 from horizon_opt.simulate.world import Noise
 from horizon_opt.simulate.worlds import WORLDS
@@ -66,6 +67,7 @@ class LoopSpec(_Model):
     replan_every: str | float = "2h"
     freeze: str | float = "2h"
     stability: float = Field(default=0.0, ge=0)
+    keep_promises: float = Field(default=0.0, ge=0, le=MAX_STABILITY)
     noise: str = str(Noise())
     top: str | None = None  # the rung the share of the top rung divides by; default the last
     base: str | None = None  # the policy `vs` compares with; default the registry's loop baseline

@@ -258,7 +258,14 @@ def make_loop_tasks(suite: Suite, instances: Sequence[BenchInstance]) -> list[Lo
         every = max(1, _slots(loop.replan_every, inst.slot_minutes))
         freeze = _slots(loop.freeze, inst.slot_minutes)
         policies = tuple(
-            policy(n, every, freeze, loop.stability, slot_minutes=inst.slot_minutes)
+            policy(
+                n,
+                every,
+                freeze,
+                loop.stability,
+                slot_minutes=inst.slot_minutes,
+                keep_promises=loop.keep_promises,
+            )
             for n in loop.policies
         )
         plans = sum(

@@ -77,6 +77,16 @@ Stability = Annotated[
         max=MAX_STABILITY,
     ),
 ]
+KeepPromises = Annotated[
+    float,
+    typer.Option(
+        help="Hold what people were told: a start first predicted 2 h or more ahead is worth "
+        "this times its job's value in every later cpsat plan that starts the job by then, so "
+        "a re-plan breaks it only for more (0: promises are not held).",
+        min=0.0,
+        max=MAX_STABILITY,
+    ),
+]
 SOLVER_LIST = "\n\n".join(f"{s.name}: {s.description}" for s in SOLVERS.values())
 Solver = Annotated[str, typer.Option(help=f"One of:\n\n{SOLVER_LIST}")]
 

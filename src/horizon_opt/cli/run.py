@@ -11,6 +11,7 @@ import typer
 from horizon_opt.cli.errors import input_errors
 from horizon_opt.cli.options import (
     InstanceArg,
+    KeepPromises,
     PlanTimeLimit,
     Seed,
     Stability,
@@ -116,6 +117,7 @@ def simulate_cmd(
     replan_every: ReplanEvery = "2h",
     freeze: Freeze = f"{DEFAULT_FREEZE_MINUTES // 60}h",
     stability: Stability = 0.0,
+    keep_promises: KeepPromises = 0.0,
     noise: NoiseOption = DEFAULT_NOISE,
     world_kind: WorldKind = "synthetic",
     actual: Actual = None,
@@ -145,7 +147,15 @@ def simulate_cmd(
         every = max(1, time_option(replan_every, inst, "--replan-every"))
         hold = time_option(freeze, inst, "--freeze")
         chosen = [
-            policy(name, every, hold, stability, slot_minutes=inst.slot_minutes) for name in names
+            policy(
+                name,
+                every,
+                hold,
+                stability,
+                slot_minutes=inst.slot_minutes,
+                keep_promises=keep_promises,
+            )
+            for name in names
         ]
         if not chosen:
             raise InputError(["--policy: name at least one policy"])
@@ -160,7 +170,8 @@ def simulate_cmd(
     table = format_table(replays)
     summary = (
         f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "
-        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan\n\n{table}\n"
+        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan"
+        f"{f', promises held at {keep_promises:g}' if keep_promises else ''}\n\n{table}\n"
     )
     _write_replays(out, inst, world, replays, summary, charts)
     typer.echo(summary)

@@ -151,7 +151,11 @@ def build_columns(instance: Instance) -> Columns:
     for job in instance.jobs:
         if job.promise is not None:
             mine = np.arange(job_first[job.index], job_first[job.index + 1])
-            hit = mine[(pool_of[mine] == job.promise.pool) & (start[mine] == job.promise.start)]
+            if job.promise.by:
+                hit = mine[start[mine] <= job.promise.start]
+            else:
+                exact = (pool_of[mine] == job.promise.pool) & (start[mine] == job.promise.start)
+                hit = mine[exact]
             bonus[hit] = job.promise.bonus
     return Columns(
         job=job_of,

@@ -245,7 +245,14 @@ def add_objective(model: cp_model.CpModel, instance: Instance, v: _Vars, scale: 
             on_time = lit
         terms.append(units(job.value, scale) * on_time)
         promise = job.promise
-        if promise is not None and (j, promise.pool) in v.present:
+        if promise is not None and promise.by:
+            kept = model.new_bool_var("")
+            for p in (p for (i, p) in v.present if i == j):
+                lits = [kept, v.present[j, p]]
+                model.add(v.start[j, p] <= promise.start).only_enforce_if(lits)
+            model.add(kept <= on_time)
+            terms.append(units(promise.bonus, scale) * kept)
+        elif promise is not None and (j, promise.pool) in v.present:
             kept = model.new_bool_var("")
             model.add_implication(kept, v.present[j, promise.pool])
             model.add(v.start[j, promise.pool] == promise.start).only_enforce_if(kept)

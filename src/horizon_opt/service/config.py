@@ -169,6 +169,7 @@ class RunConfig(_Model):
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     freeze: Duration = "1h"
     stability: float = Field(default=0.0, ge=0, le=MAX_STABILITY, allow_inf_nan=False)
+    keep_promises: float = Field(default=0.0, ge=0, le=MAX_STABILITY, allow_inf_nan=False)
     keep: int = Field(default=20, ge=1, le=10_000)
     default_duration: PositiveDuration = "4h"
     command_timeout: float = Field(default=120.0, gt=0, le=3_600, allow_inf_nan=False)

@@ -5,7 +5,8 @@ The cycle is what `horizon-opt run` does once (cron, a Kubernetes CronJob) or ev
 1. read the queue (a file, or a command's output such as `squeue --json`) and import it around
    the cluster file, as of the snapshot's time;
 2. re-plan from the last good cycle's plan, moved onto the new horizon (the horizon rolls with
-   the snapshot), holding its starts within `freeze`; the first cycle plans from scratch;
+   the snapshot), holding its starts within `freeze` (and, with `keep_promises`, the starts
+   people were told: `service.promises`); the first cycle plans from scratch;
 3. check the plan with the independent checker, explain every job;
 4. write the actions that make the scheduler follow the plan, only what changed since the last
    applied state (`horizon_opt.actions`), and run them with `apply`;
@@ -48,10 +49,17 @@ from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.instance import Instance
 from horizon_opt.io import move_demand_csvs, parse_spec, read_demand_csv
 from horizon_opt.plan import Plan
-from horizon_opt.replan import replan
+from horizon_opt.replan import replan, with_held_promises
 from horizon_opt.service.config import RunConfig, Source
 from horizon_opt.service.folder import StateFolder
 from horizon_opt.service.metrics import plan_metrics, status_metrics
+from horizon_opt.service.promises import (
+    PROMISES,
+    promised_slots,
+    promises_json,
+    read_promises,
+    updated,
+)
 from horizon_opt.service.rebase import rebased
 from horizon_opt.service.shortfall import capped
 from horizon_opt.solvers import SolveOptions, solve
@@ -130,7 +138,8 @@ def _plan_cycle(
     document, instance = _state(config, cluster, payloads, now, lines)
     if instance.start is None:
         raise CycleFailed("import", ["the instance has no horizon.start: actions need times"])
-    plan = _replan(config, folder, instance, lines)
+    promises = read_promises(folder.last_cycle(), lines)
+    plan = _replan(config, folder, _holding(config, instance, promises), lines)
     violations = check(instance, plan)
     if violations:
         raise CycleFailed("check", [f"the plan is invalid: {violations[0]}"])
@@ -144,6 +153,7 @@ def _plan_cycle(
         "actions.sh": actions.to_script(),
         "actions.json": actions.to_json(),
         "plan.prom": metrics,
+        PROMISES: promises_json(updated(instance, plan, promises)),
         "cycle.json": json.dumps(
             {
                 "horizon_start": iso(instance.start),
@@ -280,6 +290,14 @@ def _import(
 
 
 # -- planning --------------------------------------------------------------------------------
+
+
+def _holding(config: RunConfig, instance: Instance, promises: dict[str, datetime]) -> Instance:
+    """The instance with the ledger's promises held, when the configuration asks for it."""
+    if not config.keep_promises:
+        return instance
+    starts = promised_slots(instance, promises)
+    return with_held_promises(instance, starts, config.keep_promises)
 
 
 def _replan(config: RunConfig, folder: StateFolder, instance: Instance, lines: list[str]) -> Plan:

@@ -27,7 +27,7 @@ from horizon_opt.errors import InstanceError
 from horizon_opt.inference import plan_layout
 from horizon_opt.instance import Instance, IntArray, topological_order
 from horizon_opt.plan import Plan
-from horizon_opt.replan import replan
+from horizon_opt.replan import PROMISE_AHEAD_MINUTES, replan, with_held_promises
 from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.runtimes import Predicted, RunTimes
@@ -35,8 +35,6 @@ from horizon_opt.simulate.world import World
 from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.solvers.alone import AloneView
-
-PROMISE_AHEAD_MINUTES = 120  # a prediction this far ahead is a promise people plan around
 
 
 @dataclass
@@ -194,7 +192,15 @@ class _Replayer:
             self.predict = self.to_predict(t)
             told = self.predicted.told(self.runtimes, running, self.predict)
         try:
-            return instance_at(told, t, self.known(t), running)
+            state = instance_at(told, t, self.known(t), running)
+            if not self.policy.keep_promises:
+                return state
+            ids = {
+                self.inst.jobs[j].id: s
+                for j, s in self.promises.items()
+                if j not in self.first_start
+            }
+            return with_held_promises(state, ids, self.policy.keep_promises)
         except InstanceError as exc:  # the replay only builds states that its plans allow
             raise RuntimeError(
                 f"internal error: the state at slot {t} does not compile: {exc}"

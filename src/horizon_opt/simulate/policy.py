@@ -55,6 +55,9 @@ class Policy:
     open_loop: bool = False
     fill: str = "backfill"  # the solver that fills gaps between re-plans, holding every start
     stability: float = 0.0  # the re-plans' stability weight (see `replan`)
+    # a start first predicted PROMISE_AHEAD_MINUTES ahead, as a `by` promise in every later plan
+    # worth this times its job's value (`replan.with_held_promises`); 0: promises are not held
+    keep_promises: float = 0.0
     knows_runtimes: bool = False  # planners see each job's actual run time, not its estimate
     knows_arrivals: bool = False  # planners see every job of the horizon before its release
     predict: float | None = None  # bet on this quantile of the run times seen so far
@@ -81,12 +84,13 @@ def policy(
     stability: float = 0.0,
     quantile: float = DEFAULT_QUANTILE,
     slot_minutes: int | None = None,
+    keep_promises: float = 0.0,
 ) -> Policy:
     """The policy called `name`: a solver, optionally with a suffix of `SUFFIXES`, then
     optionally `@EVERY/FREEZE` (durations such as `30m/0m`, `2h/1h`): the policy's own cadence
     and freeze instead of `every` and `freeze` (slots). `slot_minutes` converts that cadence
-    (None: it is only checked). `stability` applies to the re-plans of periodic policies,
-    `quantile` to `-predict` and `-expect`."""
+    (None: it is only checked). `stability` and `keep_promises` apply to the re-plans of
+    re-planning policies, `quantile` to `-predict` and `-expect`."""
     base, at, cadence = name.partition("@")
     at_events = cadence.split("/")[0].strip() == "event"
     if at:
@@ -115,6 +119,7 @@ def policy(
         None if online or at_events else every,
         0 if online else freeze,
         stability=0.0 if online else stability,
+        keep_promises=0.0 if online else keep_promises,
         knows_runtimes=suffix in ("-runtimes", "-oracle"),
         knows_arrivals=suffix in ("-arrivals", "-oracle"),
         predict=quantile if suffix == "-predict" else None,

@@ -48,7 +48,7 @@ class Placement:
     def bonus(self, instance: Instance) -> float:
         """The stability bonus it earns: its job's promise, kept (callers check it is on time)."""
         promise = instance.jobs[self.job].promise
-        if promise is None or (promise.pool, promise.start) != (self.pool, self.start):
+        if promise is None or not promise.kept(self.pool, self.start):
             return 0.0
         return promise.bonus
 

@@ -27,7 +27,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, IntArray
+from horizon_opt.instance import Instance, IntArray, Promise
 from horizon_opt.solvers.assemble import Placement
 
 
@@ -283,21 +283,33 @@ class NodeModel:
     # -- objective -----------------------------------------------------------------------------
 
     def _promises(self) -> None:
-        """A literal per promise this subproblem can keep: promised pool, promised start, on time."""
+        """A literal per promise this subproblem can keep: promised pool and start (or, for a
+        `by` promise, any pool and a start no later), on time."""
         m = self.model
         for j, pools in self.on_pool.items():
             promise = self.inst.jobs[j].promise
-            if promise is None or promise.pool not in pools or not self.on_time[j]:
-                continue
-            d = self.inst.jobs[j].durations[promise.pool]
-            if not self.sub.earliest[j] <= promise.start <= self.sub.latest_end[j] - d:
+            if promise is None or not self.on_time[j] or not self._keepable(j, promise):
                 continue
             k = m.new_bool_var(f"kept[{self.inst.jobs[j].id}]")
-            m.add_implication(k, pools[promise.pool])
-            m.add(self.start[j] == promise.start).only_enforce_if(k)
+            if promise.by:
+                m.add(k <= sum(pools.values()))
+                m.add(self.start[j] <= promise.start).only_enforce_if(k)
+            else:
+                m.add_implication(k, pools[promise.pool])
+                m.add(self.start[j] == promise.start).only_enforce_if(k)
             if self.on_time[j][0] not in pools.values():
                 m.add_implication(k, self.on_time[j][0])
             self.kept[j] = k
+
+    def _keepable(self, j: int, promise: Promise) -> bool:
+        """Whether the job's start bounds allow it to keep the promise."""
+        if promise.start < self.sub.earliest[j]:
+            return False
+        if promise.by:
+            return True
+        pools = self.on_pool[j]
+        d = self.inst.jobs[j].durations.get(promise.pool, 0)
+        return promise.pool in pools and promise.start <= self.sub.latest_end[j] - d
 
     def _objective(self) -> None:
         """max scale*value*present*M - sum(end), with M > the largest possible sum of ends; a
