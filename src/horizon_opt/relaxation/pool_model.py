@@ -247,7 +247,7 @@ def add_objective(model: cp_model.CpModel, instance: Instance, v: _Vars, scale: 
         promise = job.promise
         if promise is not None and promise.by:
             kept = model.new_bool_var("")
-            for p in (p for (i, p) in v.present if i == j):
+            for p in (p for p in job.durations if (j, p) in v.present):
                 lits = [kept, v.present[j, p]]
                 model.add(v.start[j, p] <= promise.start).only_enforce_if(lits)
             model.add(kept <= on_time)

@@ -44,7 +44,7 @@ def left_shift(
     instance: Instance, placements: Sequence[Placement], layout: Layout
 ) -> list[Placement]:
     """The placements, each started as early as the others allow (see the module). Placed jobs
-    (running or held) and jobs holding a promise (their bonus needs the promised start) stay."""
+    (running or held) and jobs holding a promise stay where the plan put them."""
     grid = CapacityGrid(instance, free_beside(instance, layout, placements))
     ends: dict[int, int] = {}
     out: list[Placement] = []
