@@ -34,7 +34,7 @@ wall = time.perf_counter() - t
 m = ho.evaluate(inst, plan)
 print(json.dumps({
     "pwo": m.pwo, "utilization": m.utilization, "completed": m.completed,
-    "bound": plan.bound, "gap": plan.gap, "status": plan.status,
+    "bound": plan.bound, "gap": plan.gap, "bound_source": plan.bound_source, "status": plan.status,
     "wall_seconds": wall, "build_seconds": plan.build_seconds,
     "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     "valid": not ho.check(inst, plan),
@@ -53,6 +53,7 @@ FIELDS = [
     "completed",
     "bound",
     "gap",
+    "bound_source",
     "status",
     "wall_seconds",
     "build_seconds",
@@ -122,8 +123,8 @@ def summarize(rows: list[dict[str, object]], workers: int) -> str:
         f"Machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
         f"cpsat workers {workers}; medians over seeds.",
         "",
-        "| size | seeds | time limit (s) | fifo pwo | greedy pwo | cpsat pwo | cpsat vs greedy | cpsat vs fifo | util. fifo / greedy / cpsat | gap | greedy s | cpsat build s | cpsat peak MiB | all valid |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| size | seeds | time limit (s) | fifo pwo | greedy pwo | cpsat pwo | cpsat vs greedy | cpsat vs fifo | util. fifo / greedy / cpsat | gap | bound from | greedy s | cpsat build s | cpsat peak MiB | all valid |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     sizes = list(dict.fromkeys(str(r["size"]) for r in rows))
     for size in sizes:
@@ -144,11 +145,12 @@ def summarize(rows: list[dict[str, object]], workers: int) -> str:
             for c, f in zip(by["cpsat"], by["fifo"], strict=True)
         )
         gaps = [float(str(r["gap"])) for r in by["cpsat"] if r["gap"] is not None]
+        sources = ", ".join(sorted({str(r["bound_source"]) for r in by["cpsat"]}))
         lines.append(
             f"| {size} | {len(by['cpsat'])} | {by['cpsat'][0]['time_limit']:.0f} | {med('fifo', 'pwo'):,.0f} | "
             f"{med('greedy', 'pwo'):,.0f} | {med('cpsat', 'pwo'):,.0f} | {vs_greedy:+.1%} | {vs_fifo:+.0%} | "
             f"{med('fifo', 'utilization'):.1%} / {med('greedy', 'utilization'):.1%} / {med('cpsat', 'utilization'):.1%} | "
-            f"{statistics.median(gaps):.1%} | {med('greedy', 'wall_seconds'):.2f} | {med('cpsat', 'build_seconds'):.2f} | "
+            f"{statistics.median(gaps):.1%} | {sources} | {med('greedy', 'wall_seconds'):.2f} | {med('cpsat', 'build_seconds'):.2f} | "
             f"{max(float(r['peak_mib']) for r in by['cpsat']):.0f} | {all(r['valid'] for r in rows if r['size'] == size)} |"
         )
     return "\n".join(lines) + "\n"
