@@ -168,10 +168,10 @@ def simulate_cmd(
         typer.echo(f"replaying {p.name} ...", err=True)
         replays.extend(simulate(inst, [p], world, options))
     table = format_table(replays)
+    held = f", promises held at {keep_promises:g}" if keep_promises else ""
     summary = (
         f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "
-        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan"
-        f"{f', promises held at {keep_promises:g}' if keep_promises else ''}\n\n{table}\n"
+        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan{held}\n\n{table}\n"
     )
     _write_replays(out, inst, world, replays, summary, charts)
     typer.echo(summary)

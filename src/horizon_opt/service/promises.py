@@ -60,11 +60,9 @@ def updated(
     queued = {job.id for job in instance.jobs}
     out = {job: t for job, t in promises.items() if job in queued and job not in started}
     ahead = -(-PROMISE_AHEAD_MINUTES // instance.slot_minutes)
-    for a in plan.assignments:
+    for a in plan.assignments:  # a running job's start is before now: never a promise
         when = instance.slot_time(a.start)
-        if a.job in out or a.job in started or when is None:
-            continue
-        if a.start - instance.now >= ahead:
+        if a.job not in out and when is not None and a.start - instance.now >= ahead:
             out[a.job] = when
     return out
 

@@ -193,18 +193,16 @@ class _Replayer:
             told = self.predicted.told(self.runtimes, running, self.predict)
         try:
             state = instance_at(told, t, self.known(t), running)
-            if not self.policy.keep_promises:
-                return state
-            ids = {
-                self.inst.jobs[j].id: s
-                for j, s in self.promises.items()
-                if j not in self.first_start
-            }
-            return with_held_promises(state, ids, self.policy.keep_promises)
         except InstanceError as exc:  # the replay only builds states that its plans allow
             raise RuntimeError(
                 f"internal error: the state at slot {t} does not compile: {exc}"
             ) from exc
+        if not self.policy.keep_promises:
+            return state
+        waiting = {
+            self.inst.jobs[j].id: s for j, s in self.promises.items() if j not in self.first_start
+        }
+        return with_held_promises(state, waiting, self.policy.keep_promises)
 
     # -- deciding --------------------------------------------------------------------------------
 
