@@ -54,6 +54,9 @@ class PoolBound:
     optimal: bool  # the model is solved: `value` is its optimum
     seconds: float
     deterministic_time: float
+    runs: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """The best solution found: job -> (pool, start) of each job it runs. A relaxation's
+    solution, not a plan: the cpsat solver tries to place it on nodes (`starts.pool_start`)."""
 
 
 @dataclass
@@ -314,7 +317,18 @@ def pool_bound(
     bound = solver.best_objective_bound
     # (an objective of integer units: its bound rounds down to one)
     value = math.floor(bound + 1e-6) / built.scale if math.isfinite(bound) else None
-    return PoolBound(value, status == cp_model.OPTIMAL, seconds, solver.deterministic_time)
+    found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    runs = _solution(solver, built.vars) if found else {}
+    return PoolBound(value, status == cp_model.OPTIMAL, seconds, solver.deterministic_time, runs)
+
+
+def _solution(solver: cp_model.CpSolver, v: _Vars) -> dict[int, tuple[int, int]]:
+    """job -> (pool, start) of every run in the solver's best solution."""
+    return {
+        j: (p, int(solver.value(v.start[j, p])))
+        for (j, p), lit in v.present.items()
+        if solver.boolean_value(lit)
+    }
 
 
 def _give_up_timer(

@@ -56,6 +56,16 @@ def lp_guide(relaxation: Relaxation, threshold: float) -> LpGuide | None:
     return LpGuide(np.minimum(share, 1.0), start, pool, threshold)
 
 
+def solution_guide(instance: Instance, runs: dict[int, tuple[int, int]]) -> LpGuide:
+    """An integral solution of a relaxation (job -> (pool, start)) as a guide: the list
+    scheduling then tries to place exactly its jobs, at its starts and on its pools."""
+    share = np.zeros(len(instance.jobs))
+    share[list(runs)] = 1.0
+    start = {j: s for j, (_, s) in runs.items()}
+    pool = {j: p for j, (p, _) in runs.items()}
+    return LpGuide(share, start, pool, 0.5)
+
+
 def whole_node(instance: Instance, job: Job) -> bool:
     """The job takes whole nodes on every pool it may use."""
     return all(gang.whole for gang in job.gangs.values())

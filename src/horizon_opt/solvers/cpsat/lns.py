@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
+import horizon_opt.solvers.cpsat.starts as starts
 from horizon_opt.instance import Pool
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.guide import LpGuide
@@ -310,6 +311,9 @@ class Lns:
         pairs = search.lns_workers >= 2 and not budget.deterministic
         next_eject = budget.spent()
         while not search.only_bound_time_left() and not search.proven(inc):
+            if search.pool_runs is not None:  # the background pool-level model is done
+                starts.pool_start(search, inc)
+                continue
             if budget.spent() >= next_eject:
                 self.eject()
                 next_eject = budget.spent() + params.eject_every

@@ -42,6 +42,7 @@ class Search:
         self.background_found: list[tuple[float, str]] = []  # its bounds, as they are proven
         self.stop_background: list[Callable[[], None]] = []  # stops its running solves
         self.pool_closed = False  # the pool-level model is solved: no relaxation proves less
+        self.pool_runs: dict[int, tuple[int, int]] | None = None  # its solution, not yet tried
 
     def write_log(self, line: str) -> None:
         if self.log is not None:

@@ -4,7 +4,9 @@
    result is never worse than any of them.
 2. Relax: the time-indexed LP (`relaxation`); its certified bound is known from then on, and its
    solution guides the search (`bounding.py` decides when HiGHS's MIP tightens the bound, and
-   when the pool-level CP-SAT model proves a second bound).
+   when the pool-level CP-SAT model proves a second bound). The pool-level model's solution,
+   once it has one, is placed on nodes too (`starts.pool_start`): at once on small instances,
+   during the search on larger ones.
 3. Small instances: CP-SAT solves the whole node-level model, first with the inference layout
    fixed, then with the replicas decided too, so it can prove optimality (`exact.py`).
 4. Otherwise: a list scheduling of the LP's jobs, improved by squeaky-wheel passes, becomes the
@@ -57,6 +59,7 @@ def _optimize(search: Search, inc: Incumbent) -> float | None:
         relaxation = bounding.relax(search)
         search.lower_bound_to(relaxation.lp.bound, "lp")
         bounding.start_pool_bound(search, inc, at_once=small)
+        starts.pool_start(search, inc)  # (when it ran at once; else the LNS tries it later)
         if small and not budget.deterministic and not search.pool_closed:
             bounding.tighten_now(search, relaxation)  # the full models stop at the bound
             tightened = True

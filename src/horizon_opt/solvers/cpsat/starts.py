@@ -1,10 +1,12 @@
-"""Start plans: the best of fifo, greedy and the user's hint, then the LP-guided list scheduling.
+"""Start plans: the best of fifo, greedy and the user's hint, then guided list schedulings.
 
 Each start is re-checked against the elastic reservation, so cpsat's plan is never worse than
-any of them. The LP-guided one is tried on two inference layouts: replicas stacked on the lowest
-nodes, and replicas packed around the nodes the LP's whole-node gangs would use (the stacked
-layout moves the whole-node boundary with demand, so a long gang may find no node that stays
-whole across every peak of its run).
+any of them. Two guides lead a list scheduling: the time-indexed LP's solution, and the
+pool-level model's once it has one (its jobs, starts and pools: where those pack on nodes, the
+plan is worth what the model's solution is, and a solved model proves it optimal). Each is tried
+on two inference layouts: replicas stacked on the lowest nodes, and replicas packed around the
+nodes the guide's whole-node gangs would use (the stacked layout moves the whole-node boundary
+with demand, so a long gang may find no node that stays whole across every peak of its run).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from horizon_opt.solvers.cpsat.guide import (
     LpGuide,
     gang_reservation,
     guided_placements,
+    solution_guide,
     squeaky_wheel,
 )
 from horizon_opt.solvers.cpsat.incumbent import (
@@ -58,8 +61,18 @@ def initial(search: Search) -> Incumbent:
     return best
 
 
-def guided_start(search: Search, inc: Incumbent, guide: LpGuide) -> None:
-    """Take the LP-guided list scheduling, improved by squeaky-wheel passes (at most
+def pool_start(search: Search, inc: Incumbent) -> None:
+    """The pool-level model's solution, once it has one, placed on nodes as `guided_start`
+    places the LP's: where the pool-level plan packs (a solved one then proves the plan
+    optimal), no search comes close in the same time."""
+    runs, search.pool_runs = search.pool_runs, None
+    if runs and not search.proven(inc) and not search.only_bound_time_left():
+        guided_start(search, inc, solution_guide(search.inst, runs), "pool-guided")
+        search.report(inc)
+
+
+def guided_start(search: Search, inc: Incumbent, guide: LpGuide, name: str = "LP-guided") -> None:
+    """Take the list scheduling that `guide` leads, improved by squeaky-wheel passes (at most
     `squeaky_share` of the budget), when it beats the incumbent."""
     inst, params, budget = search.inst, search.params, search.budget
 
@@ -68,7 +81,7 @@ def guided_start(search: Search, inc: Incumbent, guide: LpGuide) -> None:
         rule, placements = guided_placements(inst, layout, guide, params.target_slack)
         value = sum(p.earned(inst) for p in placements)
         search.write_log(
-            f"start candidate LP-guided{label} ({rule.name}): pwo {value:.3f} "
+            f"start candidate {name}{label} ({rule.name}): pwo {value:.3f} "
             f"({time.perf_counter() - started:.2f}s)"
         )
         return value, rule, placements
@@ -76,7 +89,7 @@ def guided_start(search: Search, inc: Incumbent, guide: LpGuide) -> None:
     layout = search.layout
     found, rule, placements = candidate(layout, "")
     around = elastic_layout(inst, around=gang_reservation(inst, guide, rule.ranks))
-    found2, rule2, placements2 = candidate(around, ", inference around the LP's gangs")
+    found2, rule2, placements2 = candidate(around, ", inference around its gangs")
     if found2 > found + 1e-9:
         found, rule, placements, layout = found2, rule2, placements2, around
     until = budget.spent() + params.squeaky_share
@@ -96,7 +109,7 @@ def guided_start(search: Search, inc: Incumbent, guide: LpGuide) -> None:
         inst, layout, guide, rule, placements, search.rng, stop, params
     )
     search.write_log(
-        f"start candidate squeaky wheel: pwo {value:.3f} ({passes} passes, "
+        f"start candidate {name}, squeaky wheel: pwo {value:.3f} ({passes} passes, "
         f"{time.perf_counter() - started:.2f}s)"
     )
     if value > inc.value() + 1e-9:  # (value >= found: the passes start from that plan)

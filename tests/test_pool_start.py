@@ -1,0 +1,122 @@
+"""The pool-level model's solution, placed on nodes (`starts.pool_start`).
+
+The model's runs are a pool-level plan worth what the model says it is. The cpsat solver places
+them by list scheduling; where they pack, the plan is worth as much, and a solved pool-level
+model proves it optimal without any further search.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_bound import LATE_PREDECESSOR, ORDER, WHOLE_NODES
+from test_lns import GANGS, LNS_ONLY
+from test_pool_bound import LIMITS, SOLO, SPLIT
+from test_solvers import CHAIN, LAYOUT, TROUGH, build
+
+import horizon_opt as ho
+from horizon_opt.instance import Instance
+from horizon_opt.relaxation.pool_model import fitting_starts, pool_bound
+from horizon_opt.solvers.cpsat.guide import solution_guide
+from horizon_opt.solvers.cpsat.incumbent import Incumbent
+from horizon_opt.solvers.cpsat.lns import Lns
+from horizon_opt.solvers.cpsat.search import Search
+from horizon_opt.solvers.cpsat.starts import pool_start
+from horizon_opt.solvers.options import SolveOptions
+
+
+def runs_value(inst: Instance, runs: dict[int, tuple[int, int]]) -> float:
+    """What a pool-level plan earns: each run's job value when it ends by the deadline."""
+    return sum(
+        inst.jobs[j].value
+        for j, (p, s) in runs.items()
+        if s + inst.jobs[j].durations[p] <= inst.windows[j].latest_end
+    )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [TROUGH, WHOLE_NODES, LATE_PREDECESSOR, ORDER, CHAIN, LAYOUT, SPLIT, SOLO, GANGS],
+    ids=lambda x: x["name"],
+)
+def test_the_runs_are_a_solution_worth_the_optimum(data: dict[str, Any]) -> None:
+    inst = build(data)
+    found = pool_bound(inst, LIMITS)
+    assert found.optimal
+    assert runs_value(inst, found.runs) == pytest.approx(found.value)
+    starts = fitting_starts(inst)
+    assert all(s in starts[j, p] for j, (p, s) in found.runs.items())
+
+
+def test_the_runs_by_hand() -> None:
+    # the 8-GPU gang fits only at slots 2-3, between the two inference peaks, on pool 0
+    assert pool_bound(build(TROUGH), LIMITS).runs == {0: (0, 2)}
+    # both gangs run, each at the one start its window allows
+    assert pool_bound(build(GANGS), LIMITS).runs == {0: (0, 1), 1: (0, 2)}
+
+
+def test_solution_guide() -> None:
+    guide = solution_guide(build(GANGS), {1: (0, 2)})
+    assert guide.share.tolist() == [0.0, 1.0]
+    assert (guide.start, guide.pool) == ({1: 2}, {1: 0})
+    assert guide.selected(1) and not guide.selected(0)
+
+
+def empty_search(inst: Instance) -> tuple[Search, Incumbent]:
+    search = Search(inst, SolveOptions(time_limit=5.0, workers=1, seed=0), None)
+    return search, Incumbent(inst, search.layout.free, {})
+
+
+def test_pool_start_places_the_runs() -> None:
+    """From an empty plan: the model's two gangs (4 x 2 + 4 x 3 = 20) pack once inference goes
+    around them, so the incumbent takes them and the runs are used up."""
+    inst = build(GANGS)
+    search, inc = empty_search(inst)
+    search.pool_runs = pool_bound(inst, LIMITS).runs
+    pool_start(search, inc)
+    assert inc.value() == pytest.approx(20.0)
+    assert search.pool_runs is None
+
+
+def test_pool_start_places_what_packs() -> None:
+    """SPLIT's pool-level runs (3 + 3 + 2 GPUs, worth 8) do not pack on two 4-GPU nodes: the
+    list scheduling places the two 3-GPU jobs (6, the node-level optimum) and the 2-GPU job
+    finds no node; trying the runs again changes nothing."""
+    inst = build(SPLIT)
+    search, inc = empty_search(inst)
+    runs = pool_bound(inst, LIMITS).runs
+    search.pool_runs = runs
+    pool_start(search, inc)
+    assert inc.value() == pytest.approx(6.0)
+    search.pool_runs = runs
+    pool_start(search, inc)
+    assert inc.value() == pytest.approx(6.0)
+
+
+def test_cpsat_starts_from_the_packed_runs(tmp_path: Path) -> None:
+    """Without the full model and with one worker, the pool-level model runs at once and its
+    runs are placed before the LP-guided start: the plan (20) is proven optimal at once."""
+    inst = build(GANGS)
+    log = tmp_path / "search.log"
+    plan = ho.solve(inst, "cpsat", time_limit=4.0, workers=1, seed=0, params=LNS_ONLY, log=log)
+    assert plan.status == "optimal" and plan.objective == pytest.approx(20.0)
+    assert ho.check(inst, plan) == []
+    lines = [x for x in log.read_text().splitlines() if x.startswith("start candidate pool-")]
+    assert any("pwo 20.000" in x for x in lines)
+    assert not any("LP-guided" in x for x in log.read_text().splitlines())
+
+
+@pytest.mark.parametrize(("runs", "value"), [(True, 20.0), (False, 12.0)])
+def test_the_search_takes_runs_that_arrive_later(runs: bool, value: float) -> None:
+    """With 2+ workers the pool-level model answers during the search: the LNS places its runs
+    when they arrive. Its own windows keep the stacked inference layout, on which only one of
+    GANGS' gangs fits (12); the runs bring the layout around both (20)."""
+    inst = build(GANGS)
+    search = Search(inst, SolveOptions(time_limit=1.0, workers=1, seed=0, params=LNS_ONLY), None)
+    inc = Incumbent(inst, search.layout.free, {})
+    search.pool_runs = pool_bound(inst, LIMITS).runs if runs else None
+    Lns(search, inc, None).run()
+    assert inc.value() == pytest.approx(value)
+    assert search.pool_runs is None
