@@ -18,7 +18,7 @@ from test_solvers import CHAIN, LAYOUT, TROUGH, build
 
 import horizon_opt as ho
 from horizon_opt.instance import Instance
-from horizon_opt.relaxation.pool_model import fitting_starts, pool_bound
+from horizon_opt.relaxation.pool_model import PoolSolution, fitting_starts, pool_bound
 from horizon_opt.solvers.cpsat.guide import solution_guide
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.cpsat.lns import Lns
@@ -36,6 +36,12 @@ def runs_value(inst: Instance, runs: dict[int, tuple[int, int]]) -> float:
     )
 
 
+def solution_of(inst: Instance) -> PoolSolution:
+    found = pool_bound(inst, LIMITS)
+    assert found.solution is not None
+    return found.solution
+
+
 @pytest.mark.parametrize(
     "data",
     [TROUGH, WHOLE_NODES, LATE_PREDECESSOR, ORDER, CHAIN, LAYOUT, SPLIT, SOLO, GANGS],
@@ -44,17 +50,19 @@ def runs_value(inst: Instance, runs: dict[int, tuple[int, int]]) -> float:
 def test_the_runs_are_a_solution_worth_the_optimum(data: dict[str, Any]) -> None:
     inst = build(data)
     found = pool_bound(inst, LIMITS)
-    assert found.optimal
-    assert runs_value(inst, found.runs) == pytest.approx(found.value)
+    assert found.optimal and found.solution is not None
+    runs = found.solution.runs
+    assert runs_value(inst, runs) == pytest.approx(found.value)
+    assert found.solution.value == pytest.approx(found.value)
     starts = fitting_starts(inst)
-    assert all(s in starts[j, p] for j, (p, s) in found.runs.items())
+    assert all(s in starts[j, p] for j, (p, s) in runs.items())
 
 
 def test_the_runs_by_hand() -> None:
     # the 8-GPU gang fits only at slots 2-3, between the two inference peaks, on pool 0
-    assert pool_bound(build(TROUGH), LIMITS).runs == {0: (0, 2)}
+    assert solution_of(build(TROUGH)).runs == {0: (0, 2)}
     # both gangs run, each at the one start its window allows
-    assert pool_bound(build(GANGS), LIMITS).runs == {0: (0, 1), 1: (0, 2)}
+    assert solution_of(build(GANGS)).runs == {0: (0, 1), 1: (0, 2)}
 
 
 def test_solution_guide() -> None:
@@ -74,10 +82,19 @@ def test_pool_start_places_the_runs() -> None:
     around them, so the incumbent takes them and the runs are used up."""
     inst = build(GANGS)
     search, inc = empty_search(inst)
-    search.pool_runs = pool_bound(inst, LIMITS).runs
+    search.pool_solution = solution_of(inst)
     pool_start(search, inc)
     assert inc.value() == pytest.approx(20.0)
-    assert search.pool_runs is None
+    assert search.pool_solution is None
+
+
+def test_a_solution_worth_no_more_is_not_tried() -> None:
+    """GANGS' runs, said to be worth 0, are not tried against an empty incumbent (worth 0)."""
+    inst = build(GANGS)
+    search, inc = empty_search(inst)
+    search.pool_solution = PoolSolution(solution_of(inst).runs, 0.0)
+    pool_start(search, inc)
+    assert inc.value() == 0.0 and search.pool_solution is None
 
 
 def test_pool_start_places_what_packs() -> None:
@@ -86,11 +103,11 @@ def test_pool_start_places_what_packs() -> None:
     finds no node; trying the runs again changes nothing."""
     inst = build(SPLIT)
     search, inc = empty_search(inst)
-    runs = pool_bound(inst, LIMITS).runs
-    search.pool_runs = runs
+    solution = solution_of(inst)
+    search.pool_solution = solution
     pool_start(search, inc)
     assert inc.value() == pytest.approx(6.0)
-    search.pool_runs = runs
+    search.pool_solution = solution
     pool_start(search, inc)
     assert inc.value() == pytest.approx(6.0)
 
@@ -116,7 +133,7 @@ def test_the_search_takes_runs_that_arrive_later(runs: bool, value: float) -> No
     inst = build(GANGS)
     search = Search(inst, SolveOptions(time_limit=1.0, workers=1, seed=0, params=LNS_ONLY), None)
     inc = Incumbent(inst, search.layout.free, {})
-    search.pool_runs = pool_bound(inst, LIMITS).runs if runs else None
+    search.pool_solution = solution_of(inst) if runs else None
     Lns(search, inc, None).run()
     assert inc.value() == pytest.approx(value)
-    assert search.pool_runs is None
+    assert search.pool_solution is None

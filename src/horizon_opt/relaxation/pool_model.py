@@ -49,14 +49,21 @@ class PoolLimits:
 
 
 @dataclass(frozen=True)
+class PoolSolution:
+    """The model's best solution: a relaxation's, not a plan (the cpsat solver tries to place
+    it on nodes, `starts.pool_start`)."""
+
+    runs: dict[int, tuple[int, int]]  # job -> (pool, start) of each job it runs
+    value: float  # its objective: pwo plus kept promises' bonuses (values rounded up)
+
+
+@dataclass(frozen=True)
 class PoolBound:
     value: float | None  # None when CP-SAT proved nothing (no usable objective bound)
     optimal: bool  # the model is solved: `value` is its optimum
     seconds: float
     deterministic_time: float
-    runs: dict[int, tuple[int, int]] = field(default_factory=dict)
-    """The best solution found: job -> (pool, start) of each job it runs. A relaxation's
-    solution, not a plan: the cpsat solver tries to place it on nodes (`starts.pool_start`)."""
+    solution: PoolSolution | None = None  # None when CP-SAT found none
 
 
 @dataclass
@@ -318,17 +325,19 @@ def pool_bound(
     # (an objective of integer units: its bound rounds down to one)
     value = math.floor(bound + 1e-6) / built.scale if math.isfinite(bound) else None
     found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    runs = _solution(solver, built.vars) if found else {}
-    return PoolBound(value, status == cp_model.OPTIMAL, seconds, solver.deterministic_time, runs)
+    solution = _solution(solver, built) if found else None
+    optimal = status == cp_model.OPTIMAL
+    return PoolBound(value, optimal, seconds, solver.deterministic_time, solution)
 
 
-def _solution(solver: cp_model.CpSolver, v: _Vars) -> dict[int, tuple[int, int]]:
-    """job -> (pool, start) of every run in the solver's best solution."""
-    return {
-        j: (p, int(solver.value(v.start[j, p])))
-        for (j, p), lit in v.present.items()
+def _solution(solver: cp_model.CpSolver, built: PoolModel) -> PoolSolution:
+    """Every run of the solver's best solution, and its objective."""
+    runs = {
+        j: (p, int(solver.value(built.vars.start[j, p])))
+        for (j, p), lit in built.vars.present.items()
         if solver.boolean_value(lit)
     }
+    return PoolSolution(runs, solver.objective_value / built.scale)
 
 
 def _give_up_timer(

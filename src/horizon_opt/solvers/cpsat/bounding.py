@@ -138,7 +138,7 @@ def _pool_done(search: Search, found: PoolBound) -> None:
     if found.optimal:
         search.pool_closed = True
         search.bound_reserve = 0.0
-    search.pool_runs = found.runs  # (tried on nodes by the search: `starts.pool_start`)
+    search.pool_solution = found.solution  # (tried on nodes by the search: `starts.pool_start`)
     _log_pool(search, found)
 
 

@@ -311,7 +311,7 @@ class Lns:
         pairs = search.lns_workers >= 2 and not budget.deterministic
         next_eject = budget.spent()
         while not search.only_bound_time_left() and not search.proven(inc):
-            if search.pool_runs is not None:  # the background pool-level model is done
+            if search.pool_solution is not None:  # the background pool-level model is done
                 starts.pool_start(search, inc)
                 continue
             if budget.spent() >= next_eject:

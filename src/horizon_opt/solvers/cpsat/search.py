@@ -12,6 +12,7 @@ import numpy as np
 
 from horizon_opt.inference import Layout, elastic_layout
 from horizon_opt.instance import Instance, earliest_starts
+from horizon_opt.relaxation.pool_model import PoolSolution
 from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale
@@ -42,7 +43,7 @@ class Search:
         self.background_found: list[tuple[float, str]] = []  # its bounds, as they are proven
         self.stop_background: list[Callable[[], None]] = []  # stops its running solves
         self.pool_closed = False  # the pool-level model is solved: no relaxation proves less
-        self.pool_runs: dict[int, tuple[int, int]] | None = None  # its solution, not yet tried
+        self.pool_solution: PoolSolution | None = None  # its solution, not yet tried
 
     def write_log(self, line: str) -> None:
         if self.log is not None:

@@ -64,10 +64,13 @@ def initial(search: Search) -> Incumbent:
 def pool_start(search: Search, inc: Incumbent) -> None:
     """The pool-level model's solution, once it has one, placed on nodes as `guided_start`
     places the LP's: where the pool-level plan packs (a solved one then proves the plan
-    optimal), no search comes close in the same time."""
-    runs, search.pool_runs = search.pool_runs, None
-    if runs and not search.proven(inc) and not search.only_bound_time_left():
-        guided_start(search, inc, solution_guide(search.inst, runs), "pool-guided")
+    optimal), no search comes close in the same time. A solution worth no more than the
+    incumbent is not tried: it would lead the list scheduling to a plan no better."""
+    solution, search.pool_solution = search.pool_solution, None
+    if solution is None or solution.value <= inc.value() + 1e-9:
+        return
+    if not search.proven(inc) and not search.only_bound_time_left():
+        guided_start(search, inc, solution_guide(search.inst, solution.runs), "pool-guided")
         search.report(inc)
 
 
