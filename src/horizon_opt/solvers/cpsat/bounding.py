@@ -14,7 +14,7 @@ and when HiGHS's MIP (or more column generation) tightens it depends on the inst
 
 Beside it, a second bound from the pool-level CP-SAT model (`relaxation.pool_model`), right
 after the LP. With one worker, or on a small instance, at once (with one worker within a
-deterministic limit, so that a rerun repeats it). Otherwise on one worker in the background, for
+deterministic limit, so that a rerun repeats it; longer on a small instance, see `PoolShares`). Otherwise on one worker in the background, for
 at most `PoolShares.background` of the time limit, and less when its bound is still no better
 than the LP's halfway through; the background MIP waits for it. Once the pool-level model is
 solved, the MIP and the time kept for tightening are skipped: both are relaxations of it. The
@@ -49,7 +49,11 @@ class PoolShares:
     give_up: float = 0.5
     """...and after this share of that, no longer once its bound is not below the best known."""
     at_once: float = 0.15
-    """At once (one worker, or a small instance): at most this share, before the search..."""
+    """At once with one worker: at most this share, before the search..."""
+    small: float = 0.3
+    """...and on a small instance this share: there a solved model often proves its
+    solution's plan optimal (`starts.pool_start`) and ends the search, and it closes suddenly,
+    its bound above the LP's until then (so it is not given up early)..."""
     units_per_second: float = 0.3
     """...with one worker as CP-SAT deterministic units, at about the rate the pool model spends
     them per second; they are charged to the search's budget converted at this rate."""
@@ -92,12 +96,15 @@ def start_pool_bound(search: Search, inc: Incumbent, at_once: bool) -> None:
     budget = search.budget
     hint = {p.job: (p.pool, p.start) for p in inc.placements.values()}
     if at_once or budget.deterministic:
-        seconds = POOL.at_once * budget.time_limit
+        seconds = (POOL.small if at_once else POOL.at_once) * budget.time_limit
         units = seconds * POOL.units_per_second if budget.deterministic else None
         # (with a deterministic limit, the wall clock is only a safety that stops it later)
         safety = math.inf if budget.repeatable else seconds * (2 if units else 1)
-        limits = PoolLimits(safety, deterministic=units, seed=search.opt.seed)
-        found = pool_bound(search.inst, limits, hint, _stoppable(search))
+        give_up = POOL.give_up * seconds
+        limits = PoolLimits(
+            safety, deterministic=units, seed=search.opt.seed, give_up_after=give_up
+        )
+        found = pool_bound(search.inst, limits, hint, _stoppable(search), lambda: search.bound)
         if budget.deterministic:
             budget.charge(found.deterministic_time * budget.per_second / POOL.units_per_second)
         _pool_done(search, found)
