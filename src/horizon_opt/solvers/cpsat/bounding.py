@@ -100,11 +100,8 @@ def start_pool_bound(search: Search, inc: Incumbent, at_once: bool) -> None:
         units = seconds * POOL.units_per_second if budget.deterministic else None
         # (with a deterministic limit, the wall clock is only a safety that stops it later)
         safety = math.inf if budget.repeatable else seconds * (2 if units else 1)
-        give_up = POOL.give_up * seconds
-        limits = PoolLimits(
-            safety, deterministic=units, seed=search.opt.seed, give_up_after=give_up
-        )
-        found = pool_bound(search.inst, limits, hint, _stoppable(search), lambda: search.bound)
+        limits = PoolLimits(safety, deterministic=units, seed=search.opt.seed)
+        found = pool_bound(search.inst, limits, hint, _stoppable(search))
         if budget.deterministic:
             budget.charge(found.deterministic_time * budget.per_second / POOL.units_per_second)
         _pool_done(search, found)
