@@ -44,6 +44,15 @@ VARIANTS: dict[str, tuple[str, dict[str, object], float, float]] = {
     "cpsat-pack@event": ("cpsat-pack@event", {}, 0.0, 0.0),
     "cpsat-pack@event (keep promises 0.1)": ("cpsat-pack@event", {}, 0.0, 0.1),
     "cpsat-runtimes@event": ("cpsat-runtimes@event", {}, 0.0, 0.0),
+    **{
+        f"{name} ({label})": (name, changed, 0.0, 0.0)
+        for name in ("cpsat@event", "cpsat-pack@event")
+        for label, changed in (
+            ("no pool start", {"pool_start": False}),
+            ("no pool start; pool share 0.15", {"pool_start": False, "pool_share_small": 0.15}),
+            ("pool share 0.15", {"pool_share_small": 0.15}),
+        )
+    },
 }
 
 

@@ -31,6 +31,12 @@ class SearchParams:
     """On small instances, HiGHS's MIP gets this share of the time left first (it often proves
     the plan optimal at once), at most `small_bound_seconds`."""
     small_bound_seconds: float = 2.0
+    pool_share_small: float = 0.3
+    """On small instances, the pool-level model gets this share of the time limit at once
+    (elsewhere `bounding.PoolShares`): there it often closes, and with `pool_start` its
+    solution's plan is then proven optimal."""
+    pool_start: bool = True
+    """Place the pool-level model's solution on nodes as a start plan (`starts.pool_start`)."""
     bound_min_seconds: float = 1.0
     """The bound at the end gets the time left, at least this many seconds..."""
     bound_min_share: float = 0.1

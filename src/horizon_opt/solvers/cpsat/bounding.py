@@ -14,11 +14,13 @@ and when HiGHS's MIP (or more column generation) tightens it depends on the inst
 
 Beside it, a second bound from the pool-level CP-SAT model (`relaxation.pool_model`), right
 after the LP. With one worker, or on a small instance, at once (with one worker within a
-deterministic limit, so that a rerun repeats it; longer on a small instance, see `PoolShares`). Otherwise on one worker in the background, for
-at most `PoolShares.background` of the time limit, and less when its bound is still no better
-than the LP's halfway through; the background MIP waits for it. Once the pool-level model is
-solved, the MIP and the time kept for tightening are skipped: both are relaxations of it. The
-reported bound is the lowest of all, and `Search.bound_source` names the source that proved it.
+deterministic limit, so that a rerun repeats it; on a small instance for longer,
+`SearchParams.pool_share_small`). Otherwise on one worker in the background, for at most
+`PoolShares.background` of the time limit, and less when its bound is still no better than the
+LP's halfway through; the background MIP waits for it. Once the pool-level model is solved, the
+MIP and the time kept for tightening are skipped: both are relaxations of it. The reported bound
+is the lowest of all, and `Search.bound_source` names the source that proved it. Its solution
+goes to the search as a start plan (`starts.pool_start`).
 """
 
 from __future__ import annotations
@@ -49,11 +51,9 @@ class PoolShares:
     give_up: float = 0.5
     """...and after this share of that, no longer once its bound is not below the best known."""
     at_once: float = 0.15
-    """At once with one worker: at most this share, before the search..."""
-    small: float = 0.3
-    """...and on a small instance this share: there a solved model often proves its
-    solution's plan optimal (`starts.pool_start`) and ends the search, and it closes suddenly,
-    its bound above the LP's until then (so it is not given up early)..."""
+    """At once with one worker: at most this share, before the search (on a small instance,
+    `SearchParams.pool_share_small`: it is not given up early there, as it closes suddenly,
+    its bound above the LP's until then)..."""
     units_per_second: float = 0.3
     """...with one worker as CP-SAT deterministic units, at about the rate the pool model spends
     them per second; they are charged to the search's budget converted at this rate."""
@@ -96,7 +96,8 @@ def start_pool_bound(search: Search, inc: Incumbent, at_once: bool) -> None:
     budget = search.budget
     hint = {p.job: (p.pool, p.start) for p in inc.placements.values()}
     if at_once or budget.deterministic:
-        seconds = (POOL.small if at_once else POOL.at_once) * budget.time_limit
+        share = search.params.pool_share_small if at_once else POOL.at_once
+        seconds = share * budget.time_limit
         units = seconds * POOL.units_per_second if budget.deterministic else None
         # (with a deterministic limit, the wall clock is only a safety that stops it later)
         safety = math.inf if budget.repeatable else seconds * (2 if units else 1)
@@ -142,7 +143,8 @@ def _pool_done(search: Search, found: PoolBound) -> None:
     if found.optimal:
         search.pool_closed = True
         search.bound_reserve = 0.0
-    search.pool_solution = found.solution  # (tried on nodes by the search: `starts.pool_start`)
+    if search.params.pool_start:  # (tried on nodes by the search: `starts.pool_start`)
+        search.pool_solution = found.solution
     _log_pool(search, found)
 
 
