@@ -48,9 +48,9 @@ VARIANTS: dict[str, tuple[str, dict[str, object], float, float]] = {
         f"{name} ({label})": (name, changed, 0.0, 0.0)
         for name in ("cpsat@event", "cpsat-pack@event")
         for label, changed in (
-            ("no pool start", {"pool_start": False}),
-            ("no pool start; pool share 0.15", {"pool_start": False, "pool_share_small": 0.15}),
-            ("pool share 0.15", {"pool_share_small": 0.15}),
+            ("no pool start", {"pool_start": "off"}),
+            ("pool start from any solution", {"pool_start": "any"}),
+            ("no pool start; pool share 0.15", {"pool_start": "off", "pool_share_small": 0.15}),
         )
     },
 }

@@ -18,7 +18,9 @@ from test_solvers import CHAIN, LAYOUT, TROUGH, build
 
 import horizon_opt as ho
 from horizon_opt.instance import Instance
-from horizon_opt.relaxation.pool_model import PoolSolution, fitting_starts, pool_bound
+from horizon_opt.params import SearchParams
+from horizon_opt.relaxation.pool_model import PoolBound, PoolSolution, fitting_starts, pool_bound
+from horizon_opt.solvers.cpsat.bounding import pool_done
 from horizon_opt.solvers.cpsat.guide import solution_guide
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.cpsat.lns import Lns
@@ -137,3 +139,21 @@ def test_the_search_takes_runs_that_arrive_later(runs: bool, value: float) -> No
     Lns(search, inc, None).run()
     assert inc.value() == pytest.approx(value)
     assert search.pool_solution is None
+
+
+@pytest.mark.parametrize(
+    ("use", "optimal", "taken"),
+    [
+        ("solved", True, True),
+        ("solved", False, False),  # a stopped model's solution: a heuristic plan, unmeasured
+        ("any", False, True),
+        ("off", True, False),
+    ],
+)
+def test_which_solutions_the_search_gets(use: str, optimal: bool, taken: bool) -> None:
+    inst = build(GANGS)
+    params = SearchParams(pool_start=use)  # type: ignore[arg-type]
+    search = Search(inst, SolveOptions(time_limit=1.0, workers=1, params=params), None)
+    solution = solution_of(inst)
+    pool_done(search, PoolBound(20.0, optimal, 0.1, 0.01, solution))
+    assert (search.pool_solution is solution) == taken

@@ -9,6 +9,7 @@ bound proves, only how the time is spent.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,10 @@ class SearchParams:
     """On small instances, the pool-level model gets this share of the time limit at once
     (elsewhere `bounding.PoolShares`): there it often closes, and with `pool_start` its
     solution's plan is then proven optimal."""
-    pool_start: bool = True
-    """Place the pool-level model's solution on nodes as a start plan (`starts.pool_start`)."""
+    pool_start: Literal["solved", "any", "off"] = "solved"
+    """Which of the pool-level model's solutions are placed on nodes as a start plan
+    (`starts.pool_start`): only a solved model's (its plan, where it packs, is proven
+    optimal), any (also the best one found when the model is stopped first), or none."""
     bound_min_seconds: float = 1.0
     """The bound at the end gets the time left, at least this many seconds..."""
     bound_min_share: float = 0.1

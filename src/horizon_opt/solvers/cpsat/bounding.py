@@ -105,7 +105,7 @@ def start_pool_bound(search: Search, inc: Incumbent, at_once: bool) -> None:
         found = pool_bound(search.inst, limits, hint, _stoppable(search))
         if budget.deterministic:
             budget.charge(found.deterministic_time * budget.per_second / POOL.units_per_second)
-        _pool_done(search, found)
+        pool_done(search, found)
         if found.value is not None:
             search.lower_bound_to(found.value, POOL_SOURCE)
         return
@@ -114,7 +114,7 @@ def start_pool_bound(search: Search, inc: Incumbent, at_once: bool) -> None:
 
     def work() -> None:
         found = pool_bound(search.inst, limits, hint, _stoppable(search), lambda: search.bound)
-        _pool_done(search, found)
+        pool_done(search, found)
         if found.value is not None:
             search.background_found.append((found.value, POOL_SOURCE))
         if search.background is thread:  # no MIP waits for this worker: the search gets it back
@@ -137,13 +137,15 @@ def _stoppable(search: Search) -> Callable[[cp_model.CpSolver], None]:
     return register
 
 
-def _pool_done(search: Search, found: PoolBound) -> None:
+def pool_done(search: Search, found: PoolBound) -> None:
     """Once the pool-level model is solved, no relaxation can prove less (each is a relaxation
-    of it): the time kept to tighten the bound goes back to the search."""
+    of it): the time kept to tighten the bound goes back to the search. Its solution goes to
+    the search as `SearchParams.pool_start` says."""
     if found.optimal:
         search.pool_closed = True
         search.bound_reserve = 0.0
-    if search.params.pool_start:  # (tried on nodes by the search: `starts.pool_start`)
+    use = search.params.pool_start
+    if use == "any" or (use == "solved" and found.optimal):  # (see `starts.pool_start`)
         search.pool_solution = found.solution
     _log_pool(search, found)
 
