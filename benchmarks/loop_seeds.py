@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import horizon_opt as ho
-from horizon_opt.params import SearchParams
+from horizon_opt.params import LOOP
 from horizon_opt.simulate.engine import replay
 from horizon_opt.simulate.policy import policy
 from horizon_opt.simulate.world import Noise, draw_world
@@ -49,6 +49,7 @@ VARIANTS: dict[str, tuple[str, dict[str, object], float, float]] = {
         for name in ("cpsat@event", "cpsat-pack@event")
         for label, changed in (
             ("no pool start", {"pool_start": "off"}),
+            ("pool start when solved", {"pool_start": "solved"}),
             ("pool start from any solution", {"pool_start": "any"}),
             ("no pool start; pool share 0.15", {"pool_start": "off", "pool_share_small": 0.15}),
         )
@@ -67,7 +68,7 @@ def run(path: str, seed: int, seconds: float, labels: tuple[str, ...]) -> dict[s
     row = {"backfill": r.realized_pwo, "backfill h": r.promise_error_hours}
     for label in labels:
         name, changed, stability, keep = VARIANTS[label]
-        options = replace(base, params=replace(SearchParams(), **changed))  # type: ignore[arg-type]
+        options = replace(base, params=replace(LOOP, **changed))  # type: ignore[arg-type]
         p = policy(
             name, every, freeze, stability, slot_minutes=inst.slot_minutes, keep_promises=keep
         )

@@ -126,3 +126,10 @@ class SearchParams:
     """...and when the time left covers its presolve and root LP at this rate."""
     mip_max_seconds: float = 60.0
     """Beyond this the MIP gains little, and its search tree keeps growing."""
+
+
+LOOP = SearchParams(pool_start="off")
+"""The search of plans made in a loop: replays (`simulate`, bench loop suites) and the
+re-planning service (`run`). A solved pool-level model's plan is optimal for the durations
+estimated now, and in the replays that did not pay (benchmarks/results/loop_seeds_pool_start.md),
+so loop plans go without it."""

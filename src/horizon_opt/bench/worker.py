@@ -17,6 +17,7 @@ from horizon_opt.check import check
 from horizon_opt.instance import Instance
 from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.metrics import evaluate
+from horizon_opt.params import LOOP
 from horizon_opt.simulate import simulate
 from horizon_opt.simulate.report import rows as replay_rows
 from horizon_opt.simulate.worlds import world_for
@@ -101,7 +102,9 @@ def replay_task(task: LoopTask, instance: Instance | None = None) -> Report:
     when not given `instance` (the Ray engine), and writes nothing."""
     inst = load_instance(task.path) if instance is None else instance
     world = world_for(inst, task.world, task.seed, task.noise)
-    options = SolveOptions(time_limit=task.time_limit, workers=task.workers, seed=task.solver_seed)
+    options = SolveOptions(
+        time_limit=task.time_limit, workers=task.workers, seed=task.solver_seed, params=LOOP
+    )
     started = time.perf_counter()
     replays = simulate(inst, task.policies, world, options)
     return {

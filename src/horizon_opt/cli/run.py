@@ -24,6 +24,7 @@ from horizon_opt.export.charts import save_figure
 from horizon_opt.instance import Instance
 from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.outputs import Output, check_outputs, writing
+from horizon_opt.params import LOOP
 from horizon_opt.replan import DEFAULT_FREEZE_MINUTES
 from horizon_opt.simulate import Noise, Replay, World, policy, simulate
 from horizon_opt.simulate.audit import audit_files, write_audit
@@ -162,7 +163,7 @@ def simulate_cmd(
         require_empty_cluster(inst, str(instance))
         warn(instance, inst)
         world, drawn = replay_world(inst, world_kind, seed, world_noise, actual)
-    options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed)
+    options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, params=LOOP)
     replays = []
     for p in chosen:
         typer.echo(f"replaying {p.name} ...", err=True)

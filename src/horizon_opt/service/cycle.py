@@ -48,6 +48,7 @@ from horizon_opt.importers.result import Imported, note_lines
 from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.instance import Instance
 from horizon_opt.io import move_demand_csvs, parse_spec, read_demand_csv
+from horizon_opt.params import LOOP
 from horizon_opt.plan import Plan
 from horizon_opt.replan import replan, with_held_promises
 from horizon_opt.service.config import RunConfig, Source
@@ -301,7 +302,9 @@ def _holding(config: RunConfig, instance: Instance, promises: dict[str, datetime
 
 
 def _replan(config: RunConfig, folder: StateFolder, instance: Instance, lines: list[str]) -> Plan:
-    options = SolveOptions(time_limit=config.time_limit, workers=config.workers, seed=config.seed)
+    options = SolveOptions(
+        time_limit=config.time_limit, workers=config.workers, seed=config.seed, params=LOOP
+    )
     previous = _previous(folder, instance, lines)
     freeze = -(-config.minutes("freeze") // instance.slot_minutes)
     try:
