@@ -11,14 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from test_bound import LATE_PREDECESSOR, ORDER, WHOLE_NODES
 from test_lns import GANGS, LNS_ONLY
 from test_pool_bound import LIMITS, SOLO, SPLIT
 from test_solvers import CHAIN, LAYOUT, TROUGH, build
+from typer.testing import CliRunner
 
 import horizon_opt as ho
+import horizon_opt.cli.run as run_module
+from horizon_opt.cli import app
 from horizon_opt.instance import Instance
-from horizon_opt.params import SearchParams
+from horizon_opt.params import LOOP, SearchParams
 from horizon_opt.relaxation.pool_model import PoolBound, PoolSolution, fitting_starts, pool_bound
 from horizon_opt.solvers.cpsat.bounding import pool_done
 from horizon_opt.solvers.cpsat.guide import solution_guide
@@ -157,3 +161,24 @@ def test_which_solutions_the_search_gets(use: str, optimal: bool, taken: bool) -
     solution = solution_of(inst)
     pool_done(search, PoolBound(20.0, optimal, 0.1, 0.01, solution))
     assert (search.pool_solution is solution) == taken
+
+
+def test_loop_plans_go_without_the_pool_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`simulate` replays with `params.LOOP`, which places no pool-level solution."""
+    seen: list[SolveOptions] = []
+    real = run_module.simulate
+
+    def spy(*args: Any) -> Any:
+        seen.append(args[3])
+        return real(*args)
+
+    monkeypatch.setattr(run_module, "simulate", spy)
+    path = tmp_path / "gangs.yaml"
+    path.write_text(yaml.safe_dump(GANGS, sort_keys=False))
+    args = ["simulate", str(path), "-o", str(tmp_path / "out"), "-t", "1", "--no-charts"]
+    result = CliRunner().invoke(app, [*args, "--policy", "cpsat@event"])
+    assert result.exit_code == 0, result.output
+    assert seen and all(options.params is LOOP for options in seen)
+    assert LOOP.pool_start == "off" and SearchParams().pool_start == "solved"

@@ -39,7 +39,8 @@ class SearchParams:
     pool_start: Literal["solved", "any", "off"] = "solved"
     """Which of the pool-level model's solutions are placed on nodes as a start plan
     (`starts.pool_start`): only a solved model's (its plan, where it packs, is proven
-    optimal), any (also the best one found when the model is stopped first), or none."""
+    optimal), any (also the best one found when the model is stopped first), or none (`LOOP`,
+    below: plans made in a loop)."""
     bound_min_seconds: float = 1.0
     """The bound at the end gets the time left, at least this many seconds..."""
     bound_min_share: float = 0.1

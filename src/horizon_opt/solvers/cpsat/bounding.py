@@ -51,9 +51,8 @@ class PoolShares:
     give_up: float = 0.5
     """...and after this share of that, no longer once its bound is not below the best known."""
     at_once: float = 0.15
-    """At once with one worker: at most this share, before the search (on a small instance,
-    `SearchParams.pool_share_small`: it is not given up early there, as it closes suddenly,
-    its bound above the LP's until then)..."""
+    """At once with one worker: at most this share, before the search (on a small instance
+    `SearchParams.pool_share_small`)..."""
     units_per_second: float = 0.3
     """...with one worker as CP-SAT deterministic units, at about the rate the pool model spends
     them per second; they are charged to the search's budget converted at this rate."""

@@ -63,9 +63,9 @@ def initial(search: Search) -> Incumbent:
 
 def pool_start(search: Search, inc: Incumbent) -> None:
     """The pool-level model's solution, once it has one, placed on nodes as `guided_start`
-    places the LP's: where the pool-level plan packs (a solved one then proves the plan
-    optimal), no search comes close in the same time. A solution worth no more than the
-    incumbent is not tried: it would lead the list scheduling to a plan no better."""
+    places the LP's: where a solved model's plan packs, the plan is proven optimal at once. A
+    solution worth no more than the incumbent is not tried: it would lead the list scheduling
+    to a plan no better."""
     solution, search.pool_solution = search.pool_solution, None
     if solution is None or solution.value <= inc.value() + 1e-9:
         return
