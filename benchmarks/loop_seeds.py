@@ -51,7 +51,6 @@ VARIANTS: dict[str, tuple[str, dict[str, object], float, float]] = {
             ("no pool start", {"pool_start": "off"}),
             ("pool start when solved", {"pool_start": "solved"}),
             ("pool start from any solution", {"pool_start": "any"}),
-            ("no pool start; pool share 0.15", {"pool_start": "off", "pool_share_small": 0.15}),
         )
     },
 }

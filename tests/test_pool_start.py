@@ -78,8 +78,13 @@ def test_solution_guide() -> None:
     assert guide.selected(1) and not guide.selected(0)
 
 
-def empty_search(inst: Instance) -> tuple[Search, Incumbent]:
-    search = Search(inst, SolveOptions(time_limit=5.0, workers=1, seed=0), None)
+def empty_search(
+    inst: Instance, params: SearchParams | None = None, time_limit: float = 5.0
+) -> tuple[Search, Incumbent]:
+    """A one-worker search on `inst` with an empty incumbent."""
+    params = params or SearchParams()
+    options = SolveOptions(time_limit=time_limit, workers=1, seed=0, params=params)
+    search = Search(inst, options, None)
     return search, Incumbent(inst, search.layout.free, {})
 
 
@@ -137,8 +142,7 @@ def test_the_search_takes_runs_that_arrive_later(runs: bool, value: float) -> No
     when they arrive. Its own windows keep the stacked inference layout, on which only one of
     GANGS' gangs fits (12); the runs bring the layout around both (20)."""
     inst = build(GANGS)
-    search = Search(inst, SolveOptions(time_limit=1.0, workers=1, seed=0, params=LNS_ONLY), None)
-    inc = Incumbent(inst, search.layout.free, {})
+    search, inc = empty_search(inst, LNS_ONLY, time_limit=1.0)
     search.pool_solution = solution_of(inst) if runs else None
     Lns(search, inc, None).run()
     assert inc.value() == pytest.approx(value)
@@ -156,8 +160,7 @@ def test_the_search_takes_runs_that_arrive_later(runs: bool, value: float) -> No
 )
 def test_which_solutions_the_search_gets(use: str, optimal: bool, taken: bool) -> None:
     inst = build(GANGS)
-    params = SearchParams(pool_start=use)  # type: ignore[arg-type]
-    search = Search(inst, SolveOptions(time_limit=1.0, workers=1, params=params), None)
+    search, _ = empty_search(inst, SearchParams(pool_start=use))  # type: ignore[arg-type]
     solution = solution_of(inst)
     pool_done(search, PoolBound(20.0, optimal, 0.1, 0.01, solution))
     assert (search.pool_solution is solution) == taken

@@ -26,6 +26,7 @@ from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError
 from horizon_opt.inference import plan_layout
 from horizon_opt.instance import Instance, IntArray, topological_order
+from horizon_opt.params import LOOP
 from horizon_opt.plan import Plan
 from horizon_opt.replan import PROMISE_AHEAD_MINUTES, replan, with_held_promises
 from horizon_opt.simulate.audit import Audit, Run, told_spec
@@ -571,10 +572,11 @@ def replay(
     options: SolveOptions | None = None,
     on_decision: Callable[[str], None] | None = None,
 ) -> Replay:
-    """Replay `policy` on `instance` in `world`, from an empty cluster at slot 0. With one
-    worker every plan is repeatable (`SolveOptions.repeatable`): a rerun makes the same
-    decisions under any load, so two policies differ by what they decide, not by the machine."""
-    options = options or SolveOptions()
+    """Replay `policy` on `instance` in `world`, from an empty cluster at slot 0 (without
+    `options`, plans search with `params.LOOP`). With one worker every plan is repeatable
+    (`SolveOptions.repeatable`): a rerun makes the same decisions under any load, so two
+    policies differ by what they decide, not by the machine."""
+    options = options or SolveOptions(params=LOOP)
     if options.workers == 1:
         options = replace(options, repeatable=True)
     return _Replayer(instance, world, policy, options, on_decision).run()
