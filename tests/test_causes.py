@@ -71,13 +71,14 @@ def as_plan(inst: ho.Instance, placements: list[Placement], layout: Layout) -> h
     return plan
 
 
-def test_codes_are_the_eight_in_the_order_they_are_tested() -> None:
+def test_codes_are_the_nine_in_the_order_they_are_tested() -> None:
     assert [str(c) for c in Code] == [
         "no-fitting-pool",
         "deadline-impossible",
         "predecessor-unplanned",
         "predecessor-late",
         "inference-reserved",
+        "team-limit",
         "room-unused",
         "lower-value-work",
         "higher-value-work",

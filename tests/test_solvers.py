@@ -224,13 +224,21 @@ def small_instances(draw: st.DrawFn) -> dict[str, Any]:
         if jobs and draw(st.booleans()):
             job["after"] = [draw(st.sampled_from(jobs))["id"]]
         jobs.append(job)
-    return {
+    data = {
         "name": "random",
         "horizon": {"slots": slots},
         "pools": pools,
         "services": services,
         "jobs": jobs,
     }
+    if draw(st.booleans()):  # a team with a hard limit on p, and one without
+        limit = draw(st.integers(1, nodes * gpn))
+        data["teams"] = [{"name": "a", "limit": {"p": limit}}, {"name": "b"}]
+        for job in jobs:
+            team = draw(st.sampled_from([None, "a", "b"]))
+            if team is not None:
+                job["team"] = team
+    return data
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

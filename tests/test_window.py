@@ -122,10 +122,12 @@ def test_a_released_placement_makes_a_failed_search_succeed(tiny: Instance) -> N
     grid = CapacityGrid(tiny, np.full((len(tiny.node_names), tiny.slots), 4, dtype=np.int64))
     gang = Gang(nodes=1, gpus_per_node=4, whole=True)
     for n in a.node_range:
-        grid.occupy(Fit(a.index, 0, (n,)), gang, 4)
-    assert grid.earliest_in_pool(a, gang, 2, 0, 4, "first") is None
-    grid.release(Fit(a.index, 0, (a.first_node + 1,)), gang, 4)
-    assert grid.earliest_in_pool(a, gang, 2, 0, 4, "first") == Fit(a.index, 0, (a.first_node + 1,))
+        grid.occupy(Fit(a.index, 0, (n,)), gang, 4, None)
+    assert grid.earliest_in_pool(a, gang, 2, 0, 4, "first", None) is None
+    grid.release(Fit(a.index, 0, (a.first_node + 1,)), gang, 4, None)
+    assert grid.earliest_in_pool(a, gang, 2, 0, 4, "first", None) == Fit(
+        a.index, 0, (a.first_node + 1,)
+    )
 
 
 def test_without_numba_the_numpy_search_runs(monkeypatch: Any) -> None:

@@ -1,4 +1,4 @@
-"""The independent plan checker: FORMAT.md's seven validity rules, written from the rules alone.
+"""The independent plan checker: FORMAT.md's eight validity rules, written from the rules alone.
 
 It reads only the compiled instance data (durations, release, now, placed jobs, nodes up, req)
 and the plan file.
@@ -80,6 +80,7 @@ class _Checker:
         self.rule5_node_capacity(held)
         self.rule6_inference()
         self.rule7_placed(valid)
+        self.rule8_team_limits(valid)
         for rule, n in sorted(self.count.items()):
             if n > MAX_PER_RULE:
                 self.out.append(Violation(rule, f"... and {n - MAX_PER_RULE} more of this rule"))
@@ -355,6 +356,36 @@ class _Checker:
                         7,
                         f"{what} but the plan gives it GPUs {list(idx)} of {node}, not the GPUs {list(want[node])} it runs on",
                     )
+
+    def rule8_team_limits(self, assigned: dict[str, int]) -> None:
+        """A team's jobs hold at most its limit on a pool at every slot, or what its placed jobs
+        alone hold there, when that is more (a limit lowered under running work)."""
+        inst = self.inst
+        S = inst.slots
+        limited = {(t.index, p): cap for t in inst.teams for p, cap in t.limit.items()}
+        if not limited:
+            return
+        used = {key: np.zeros(S, dtype=np.int64) for key in limited}
+        placed = {key: np.zeros(S, dtype=np.int64) for key in limited}
+        for job_id, i in assigned.items():
+            a = self.plan.assignments[i]
+            job = inst.jobs[inst.job_index[job_id]]
+            pool = inst.pool_index.get(a.pool)
+            if job.team is not None and pool is not None and (job.team, pool) in used:
+                used[job.team, pool][max(a.start, 0) : min(a.end, S)] += job.gpus
+        for job in inst.jobs:
+            p = job.placed
+            if p is not None and job.team is not None and (job.team, p.pool) in placed:
+                placed[job.team, p.pool][max(p.start, 0) : min(p.end, S)] += job.gpus
+        for (team, pool), cap in limited.items():
+            allowed = np.maximum(placed[team, pool], cap)
+            over = used[team, pool] > allowed
+            if over.any():
+                t = int(np.flatnonzero(over)[0])
+                self.report(
+                    8,
+                    f"team {inst.teams[team].name!r} holds more GPUs of pool {inst.pools[pool].name!r} than its limit at {_slots(over)} (slot {t}: {used[team, pool][t]} held, limit {allowed[t]})",
+                )
 
 
 def _other_instance(instance: Instance, plan: Plan) -> str | None:

@@ -190,6 +190,36 @@ def _cost_rows(rows: _Rows) -> None:
     rows.add("batch GPU-h", lambda c: f"{c.metrics.batch_gpu_hours:,.1f}", in_text=False)
 
 
+def _team_rows(rows: _Rows, instance: Instance) -> None:
+    """Per team: GPU-hours used against its quota (of them borrowed) and pwo; then fairness."""
+    for team in instance.teams:
+        _one_team_rows(rows, team.name)
+    rows.add(
+        "team fairness",
+        lambda c: "-" if c.metrics.team_fairness is None else f"{c.metrics.team_fairness:.3f}",
+        title="team fairness (Jain's index of share / quota share; 1 = fair)",
+    )
+
+
+def _one_team_rows(rows: _Rows, name: str) -> None:
+    def used(c: Column) -> str:
+        f = c.metrics.teams[name]
+        return f"{f.gpu_hours:,.0f} / {f.quota_gpu_hours:,.0f} ({f.borrowed_gpu_hours:,.0f})"
+
+    rows.add(
+        f"{name} GPU-h",
+        used,
+        title=f"team {name}: GPU-hours used / quota (borrowed above its quota)",
+    )
+    rows.add(
+        f"{name} pwo",
+        lambda c: f"{c.metrics.teams[name].pwo:,.1f}",
+        lambda c, r: _relative(c.metrics.teams[name].pwo, r.metrics.teams[name].pwo),
+        title=f"team {name}: pwo",
+        breakdown=True,
+    )
+
+
 def compare_columns(instance: Instance, columns: Sequence[Column]) -> Comparison:
     """The comparison rows of plans of `instance`, the first column being the reference."""
     if not columns:
@@ -217,6 +247,8 @@ def compare_columns(instance: Instance, columns: Sequence[Column]) -> Comparison
     )
     _on_time_rows(rows, instance)
     _cost_rows(rows)
+    if instance.teams:
+        _team_rows(rows, instance)
     rows.add("proven bound", lambda c: "-" if c.plan.bound is None else f"{c.plan.bound:,.1f}")
     rows.add("gap", lambda c: "-" if c.plan.gap is None else f"{100 * c.plan.gap:.2f}%")
     rows.add("status", lambda c: c.plan.status)

@@ -40,6 +40,7 @@ from horizon_opt.spec import (
     InstanceSpec,
     show,
 )
+from horizon_opt.teams import compile_teams, team_index
 from horizon_opt.windows import first_start
 
 
@@ -276,6 +277,7 @@ class _Compiler:
                     self.error(f"{path}.after[{k}]", "a job cannot run after itself")
                 else:
                     after.append(ids[dep])
+            team = team_index(j.team, self.teams, f"{path}.team", self.error)
             if not placeable or release is None:
                 continue
             fastest = min(placeable.values())
@@ -301,6 +303,7 @@ class _Compiler:
                     after=tuple(after),
                     work_hours=j.gpus * fastest * self.slot_minutes / 60,
                     placed=placed,
+                    team=team,
                 )
             )
         if len(jobs) == len(self.spec.jobs):
@@ -536,6 +539,7 @@ class _Compiler:
         self.node_pools = [p.index for p in pools for _ in range(p.nodes)]
         self.up_rows = up = self.up(pools)
         services = self.services(pools)
+        self.teams = compile_teams(self.spec.teams, {p.name: p.index for p in pools}, self.error)
         jobs = self.jobs(pools)
         if not self.problems:
             self.check_inference(pools, up, services, _placed_gpus(jobs, up.shape))
@@ -558,6 +562,7 @@ class _Compiler:
             spec=self.spec,
             warnings=tuple(self.warnings),
             now=self.now,
+            teams=self.teams,
         )
 
 

@@ -40,6 +40,8 @@ _NO_PRIORITY = {
     "higher priority of its own counts toward that only where the solver passes it on (cpsat "
     "weighs the pair's value; greedy ranks a job's predecessors by it)",
     Code.INFERENCE_RESERVED: "the plan's inference reservation, not batch work, takes its room",
+    Code.TEAM_LIMIT: "its own team's jobs hold the team's limit: only a higher limit, or "
+    "moving the team's own work, makes room",
 }
 
 
@@ -197,7 +199,7 @@ class _Explainer:
                 fit = earliest_end(grid, job, ready(k), inst.windows[k].horizon)
                 if fit is None:
                     return None
-                grid.occupy(fit, job.gangs[fit.pool], job.durations[fit.pool])
+                grid.occupy(fit, job.gangs[fit.pool], job.durations[fit.pool], job.team)
                 ends[k] = fit.start + job.durations[fit.pool]
         return ready(j)
 

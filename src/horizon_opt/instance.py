@@ -20,6 +20,7 @@ from horizon_opt.spec import (
     InstanceSpec,
     JobKind,
 )
+from horizon_opt.teams import Team, limit_profile, team_usage
 from horizon_opt.windows import StartWindow, due, start_windows
 
 BoolArray = npt.NDArray[np.bool_]
@@ -126,6 +127,7 @@ class Job:
     # Its release as written, before `now` or a placed start replaced it in `release` (the slot
     # the solvers may start it from); None: the same as `release`.
     submitted: int | None = None
+    team: int | None = None  # index into `Instance.teams`
 
     @property
     def wait_release(self) -> int:
@@ -170,6 +172,9 @@ class Instance:
     now: int = 0  # the first slot that can still be planned; every free job's release is >= now
     # [N, S] GPUs that jobs left out of this instance hold (see `residual.residual_instance`).
     held: IntArray | None = field(default=None, repr=False, compare=False)
+    teams: tuple[Team, ...] = ()
+    # [teams, P, S] GPUs that jobs left out of this instance hold, per team (as `held`).
+    team_held: IntArray | None = field(default=None, repr=False, compare=False)
 
     @property
     def hours_per_slot(self) -> float:
@@ -200,6 +205,32 @@ class Instance:
     def placed_gpus(self) -> IntArray:
         """[N, S] GPUs that this instance's placed jobs hold."""
         return _placed_gpus(self.jobs, (self.num_nodes, self.slots))
+
+    @cached_property
+    def team_room(self) -> IntArray:
+        """[teams, P, S] GPUs each team's jobs may take per pool and slot: its limit less what
+        `team_held` holds, never below 0; where it has no limit, every GPU of the cluster. As
+        `capacity`, it leaves this instance's own placed jobs in (they count where placed)."""
+        P = len(self.pools)
+        room = limit_profile(self.teams, P, self.slots, int(self.node_gpus.sum()))
+        if self.team_held is not None:
+            room = np.maximum(room - self.team_held, 0)
+        return room
+
+    @cached_property
+    def placed_team_gpus(self) -> IntArray:
+        """[teams, P, S] GPUs this instance's placed jobs hold, per team."""
+        runs = (
+            (j.team, j.placed.pool, j.placed.start, j.placed.end, j.gpus)
+            for j in self.jobs
+            if j.placed is not None
+        )
+        return team_usage(len(self.teams), len(self.pools), self.slots, runs)
+
+    @property
+    def limited(self) -> bool:
+        """Whether some team has a hard limit (else team rules cannot bind a placement)."""
+        return any(t.limit for t in self.teams)
 
     @property
     def placed(self) -> tuple[Job, ...]:

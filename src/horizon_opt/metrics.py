@@ -7,6 +7,7 @@ import numpy as np
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Metrics, Plan
 from horizon_opt.spec import JOB_KINDS
+from horizon_opt.team_metrics import fairness, team_figures
 
 
 def on_time(instance: Instance, job_id: str, end: int) -> bool:
@@ -45,7 +46,12 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
         float((planned[s.name] - s.demand)[now:].sum()) * s.gpus_per_replica * h
         for s in instance.services
     )
+    by_team: dict[str, object] = {}
+    if instance.teams:
+        figures = team_figures(instance, plan)
+        by_team = {"teams": figures, "team_fairness": fairness(figures)}
     return Metrics(
+        **by_team,
         available_gpu_hours=available,
         batch_gpu_hours=batch,
         inference_gpu_hours=inference,

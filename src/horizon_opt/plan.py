@@ -104,6 +104,22 @@ def _extra_problem(value: Any, where: str) -> str | None:
     return None
 
 
+class TeamFigures(_Model):
+    """One team's figures (FORMAT.md, Metrics by team), from `now` on where GPU-hours."""
+
+    gpu_hours: float = Field(ge=0.0, description="GPU-hours its assigned jobs hold")
+    quota_gpu_hours: float = Field(ge=0.0, description="its quota over the slots, in GPU-hours")
+    borrowed_gpu_hours: float = Field(ge=0.0, description="GPU-hours held above its quota")
+    lent_gpu_hours: float = Field(
+        ge=0.0, description="quota left idle while other teams held more than theirs there"
+    )
+    share: float = Field(ge=0.0, description="its part of all teams' GPU-hours")
+    quota_share: float = Field(ge=0.0, description="its part of all teams' quota GPU-hours")
+    pwo: float = Field(ge=0.0)
+    completed: Count
+    mean_wait_hours: float = Field(ge=0.0)
+
+
 class Metrics(BaseModel):
     """The figures of a plan that FORMAT.md defines; `metrics.evaluate` computes them.
 
@@ -124,6 +140,13 @@ class Metrics(BaseModel):
     mean_wait_hours: float = 0.0
     scheduled: Count = Field(default=0, description="assigned jobs, on time or not")
     late: Count = Field(default=0, description="assigned jobs that end after their deadline")
+    teams: dict[Text, TeamFigures] = Field(
+        default_factory=dict, description="per team, when the instance has teams"
+    )
+    team_fairness: float | None = Field(
+        default=None,
+        description="Jain's index over teams with a quota of share / quota_share (1 = fair)",
+    )
 
     @model_validator(mode="after")
     def _extras_are_json(self) -> Metrics:

@@ -96,6 +96,7 @@ def instance_at(
         spec=_spec_at(instance.spec, kept, placed_specs, now),
         warnings=instance.warnings,  # the compiler warns only about outages, which are the same
         now=now,
+        teams=instance.teams,
     )
 
 

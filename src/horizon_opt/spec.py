@@ -211,6 +211,33 @@ class JobSpec(_Model):
     placed: PlacedSpec | None = Field(
         default=None, description="A running job (start < now) or a held start; never moved."
     )
+    team: str | None = Field(default=None, description="The team whose limits it counts against.")
+
+
+PoolGpus = Annotated[
+    dict[str, Annotated[int, Field(ge=0, le=MAX_JOB_GPUS)]], BeforeValidator(_pool_keys)
+]
+
+
+class TeamSpec(_Model):
+    """A team (a Slurm account, a Kueue ClusterQueue) and its GPUs per pool."""
+
+    name: Name
+    quota: PoolGpus = Field(
+        default_factory=dict, description="Pool name -> GPUs the team is entitled to."
+    )
+    limit: PoolGpus = Field(
+        default_factory=dict,
+        description="Pool name -> the most GPUs its jobs may hold at any slot (hard); a pool "
+        "not listed has no limit.",
+    )
+    weight: float = Field(
+        default=1.0,
+        gt=0,
+        le=MAX_PRIORITY,
+        allow_inf_nan=False,
+        description="Its share of what no quota covers, relative to other teams.",
+    )
 
 
 class InstanceSpec(_Model):
@@ -223,3 +250,4 @@ class InstanceSpec(_Model):
     outages: list[OutageSpec] = Field(default_factory=list)
     services: list[ServiceSpec] = Field(default_factory=list)
     jobs: list[JobSpec] = Field(default_factory=list)
+    teams: list[TeamSpec] = Field(default_factory=list)

@@ -95,6 +95,8 @@ def solve(
             key=order.__getitem__,
         )
         grid = CapacityGrid(instance, free)  # running jobs taken; reservations on this copy
+        for p in placements.values():
+            grid.hold(instance.jobs[p.job], p.pool, p.start, p.end(instance))
         for j in waiting[:MAX_JOB_TEST]:
             job, window = instance.jobs[j], windows[j]
             if not window.on_time(t + min(job.durations.values())):
@@ -106,7 +108,7 @@ def solve(
             gang, d = job.gangs[fit.pool], job.durations[fit.pool]
             if not window.on_time(fit.start + d):
                 continue  # it would end late as things stand: likewise
-            grid.occupy(fit, gang, d)
+            grid.occupy(fit, gang, d, job.team)
             if fit.start == t:  # its reservation is now: it starts
                 free[list(fit.nodes), t : t + d] -= gang.gpus_per_node
                 placements[j] = Placement(j, fit.pool, t, fit.nodes)

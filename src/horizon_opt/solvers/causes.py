@@ -20,6 +20,7 @@ class Code(StrEnum):
     PREDECESSOR_UNPLANNED = "predecessor-unplanned"
     PREDECESSOR_LATE = "predecessor-late"
     INFERENCE_RESERVED = "inference-reserved"
+    TEAM_LIMIT = "team-limit"
     ROOM_UNUSED = "room-unused"
     LOWER_VALUE_WORK = "lower-value-work"
     HIGHER_VALUE_WORK = "higher-value-work"
@@ -34,6 +35,8 @@ MEANING: Mapping[Code, str] = {
     Code.PREDECESSOR_LATE: "a job it runs after ends too late for it to end in time",
     Code.INFERENCE_RESERVED: "the plan's inference reservation (how many replicas, on which "
     "nodes) takes the room that the forecast requirement, placed to suit it, would leave it",
+    Code.TEAM_LIMIT: "its nodes have room as the plan stands, but its team's jobs hold the "
+    "team's limit on the pool there",
     Code.ROOM_UNUSED: "it fits as the plan stands; the solver did not place it there (its "
     "rule, or its time limit)",
     Code.LOWER_VALUE_WORK: "it would fit by moving only work worth less than it",

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from horizon_opt.inference import Layout
 from horizon_opt.instance import Instance
 from horizon_opt.solvers.assemble import Placement
-from horizon_opt.solvers.grid import CapacityGrid, Fit
+from horizon_opt.solvers.grid import Fit
 from horizon_opt.solvers.listsched import (
-    free_beside,
+    grid_beside,
     inherited_ranks,
     place_in_order,
     priority_deadline_first,
@@ -45,7 +45,7 @@ def left_shift(
 ) -> list[Placement]:
     """The placements, each started as early as the others allow (see the module). Placed jobs
     (running or held) and jobs holding a promise stay where the plan put them."""
-    grid = CapacityGrid(instance, free_beside(instance, layout, placements))
+    grid = grid_beside(instance, layout, placements)
     ends: dict[int, int] = {}
     out: list[Placement] = []
     for p in sorted(placements, key=lambda q: (q.start, q.job)):
@@ -60,12 +60,12 @@ def left_shift(
             out.append(p)
             ends[p.job] = p.end(instance)
             continue
-        grid.release(Fit(p.pool, p.start, p.nodes), gang, duration)
+        grid.release(Fit(p.pool, p.start, p.nodes), gang, duration, job.team)
         fit = grid.earliest_in_pool(
-            instance.pools[p.pool], gang, duration, ready, p.start + duration, "first"
+            instance.pools[p.pool], gang, duration, ready, p.start + duration, "first", job.team
         )
         assert fit is not None  # its own window is free again, so the search finds one
-        grid.occupy(fit, gang, duration)
+        grid.occupy(fit, gang, duration, job.team)
         moved = Placement(p.job, p.pool, fit.start, fit.nodes)
         out.append(moved)
         ends[p.job] = moved.end(instance)

@@ -75,16 +75,17 @@ class Diagnosis:
         that runs after it (transitively) is worth more, since that job would have to go too."""
         return self._worth[j]
 
-    def grid(self, keep: Iterable[Placement]) -> CapacityGrid:
-        """The plan's inference and the placements `keep`."""
-        grid = CapacityGrid(self.instance, self.free)
+    def grid(self, keep: Iterable[Placement], limits: bool = True) -> CapacityGrid:
+        """The plan's inference and the placements `keep` (and its teams' limits)."""
+        grid = CapacityGrid(self.instance, self.free, limits)
         for p in keep:
             self._occupy(grid, p)
         return grid
 
     def _occupy(self, grid: CapacityGrid, p: Placement) -> None:
         job = self.instance.jobs[p.job]
-        grid.occupy(Fit(p.pool, p.start, p.nodes), job.gangs[p.pool], job.durations[p.pool])
+        fit = Fit(p.pool, p.start, p.nodes)
+        grid.occupy(fit, job.gangs[p.pool], job.durations[p.pool], job.team)
 
     def causes(self, jobs: Sequence[int]) -> dict[int, Cause]:
         """The cause of each of `jobs` (unplanned, or planned late).
@@ -207,6 +208,18 @@ class Diagnosis:
                 fit,
             )
         room = earliest_start(full, job, ready, latest)
+        if room is None and job.team is not None and self.instance.limited:
+            others = [p for p in self.placed.values() if p.job != j]
+            loose = earliest_start(self.grid(others, limits=False), job, ready, latest)
+            if loose is not None:
+                team = self.instance.teams[job.team]
+                cap = team.limit.get(loose.pool)
+                return Cause(
+                    Code.TEAM_LIMIT,
+                    f"its nodes have room from {self._where(loose)}, but team {team.name}'s jobs "
+                    f"hold its limit of {cap} GPUs there",
+                    loose,
+                )
         if room is not None:
             return Cause(
                 Code.ROOM_UNUSED,

@@ -46,13 +46,19 @@ def fifo_placements(instance: Instance, layout: Layout) -> list[Placement]:
         best: Fit | None = None
         for pool_idx, d in sorted(job.durations.items()):
             fit = grid.earliest_in_pool(
-                instance.pools[pool_idx], job.gangs[pool_idx], d, t0, window.horizon, "first"
+                instance.pools[pool_idx],
+                job.gangs[pool_idx],
+                d,
+                t0,
+                window.horizon,
+                "first",
+                job.team,
             )
             if fit is not None and (best is None or fit.start < best.start):
                 best = fit
         if best is None:
             continue
-        grid.occupy(best, job.gangs[best.pool], job.durations[best.pool])
+        grid.occupy(best, job.gangs[best.pool], job.durations[best.pool], job.team)
         placements[j] = Placement(j, best.pool, best.start, best.nodes)
         floor = best.start
     return list(placements.values())

@@ -58,7 +58,7 @@ def earliest_end(
     for pool_idx, d in pools:
         limit = min(latest, best_end - 1)
         pool = grid.instance.pools[pool_idx]
-        fit = grid.earliest_in_pool(pool, job.gangs[pool_idx], d, t0, limit, "best")
+        fit = grid.earliest_in_pool(pool, job.gangs[pool_idx], d, t0, limit, "best", job.team)
         if fit is not None:
             best, best_end = fit, fit.start + d
     return best
@@ -70,6 +70,16 @@ def free_beside(instance: Instance, layout: Layout, placements: Sequence[Placeme
     for p in placements:
         free[list(p.nodes), p.start : p.end(instance)] -= p.gpus_per_node(instance)
     return free
+
+
+def grid_beside(
+    instance: Instance, layout: Layout, placements: Sequence[Placement]
+) -> CapacityGrid:
+    """A grid of what the layout and `placements` leave free, their teams' room taken too."""
+    grid = CapacityGrid(instance, free_beside(instance, layout, placements))
+    for p in placements:
+        grid.hold(instance.jobs[p.job], p.pool, p.start, p.end(instance))
+    return grid
 
 
 def place_in_order(
@@ -91,7 +101,7 @@ def place_in_order(
     earn its own.
     """
     # (the list schedulings of the search fix nothing: no copy on their path)
-    grid = CapacityGrid(instance, free_beside(instance, layout, fixed) if fixed else layout.free)
+    grid = grid_beside(instance, layout, fixed) if fixed else CapacityGrid(instance, layout.free)
     placements: dict[int, Placement] = {p.job: p for p in fixed}
     for j in topological_order(instance, key=ranks.__getitem__):
         job = instance.jobs[j]
@@ -113,6 +123,6 @@ def place_in_order(
             best = earliest_end(grid, job, t0, window.horizon)
         if best is None:
             continue
-        grid.occupy(best, job.gangs[best.pool], job.durations[best.pool])
+        grid.occupy(best, job.gangs[best.pool], job.durations[best.pool], job.team)
         placements[j] = Placement(j, best.pool, best.start, best.nodes)
     return list(placements.values())

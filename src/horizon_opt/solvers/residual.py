@@ -35,7 +35,12 @@ def residual_instance(instance: Instance) -> Instance:
                 after=tuple(renumber[q] for q in job.after if q in renumber),
             )
         )
-    return replace(instance, jobs=tuple(jobs), held=instance.placed_gpus)
+    return replace(
+        instance,
+        jobs=tuple(jobs),
+        held=instance.placed_gpus,
+        team_held=instance.placed_team_gpus,
+    )
 
 
 def placed_value(instance: Instance) -> float:

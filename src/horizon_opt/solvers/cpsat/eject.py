@@ -152,14 +152,17 @@ class Ejector:
             for q, pl in inc.placements.items():
                 for n in pl.nodes:
                     on_node.setdefault(n, set()).add(q)
-            self._state = (inc.version, CapacityGrid(self.inst, inc.free - inc.used), on_node)
+            grid = CapacityGrid(self.inst, inc.free - inc.used)
+            for q, pl in inc.placements.items():
+                grid.hold(self.inst.jobs[q], pl.pool, pl.start, pl.end(self.inst))
+            self._state = (inc.version, grid, on_node)
         return self._state[1], self._state[2]
 
     def _take(self, pl: Placement) -> None:
         assert self._state is not None
         job = self.inst.jobs[pl.job]
         fit = Fit(pl.pool, pl.start, pl.nodes)
-        self._state[1].occupy(fit, job.gangs[pl.pool], job.durations[pl.pool])
+        self._state[1].occupy(fit, job.gangs[pl.pool], job.durations[pl.pool], job.team)
         for n in pl.nodes:
             self._state[2].setdefault(n, set()).add(pl.job)
 
@@ -167,7 +170,7 @@ class Ejector:
         assert self._state is not None
         job = self.inst.jobs[pl.job]
         fit = Fit(pl.pool, pl.start, pl.nodes)
-        self._state[1].release(fit, job.gangs[pl.pool], job.durations[pl.pool])
+        self._state[1].release(fit, job.gangs[pl.pool], job.durations[pl.pool], job.team)
         for n in pl.nodes:
             self._state[2][n].discard(pl.job)
 
@@ -186,9 +189,13 @@ class Ejector:
         if j in inc.placements:  # it ran late, for nothing: it moves
             evicted[j] = inc.placements[j]
         moved = Placement(j, w.pool, w.start, w.nodes)
-        inc.replace(list(evicted), {j: moved})
         for pl in evicted.values():
             self._give_back(pl)
+        if not grid.within_limit(inst.jobs[j], w.pool, w.start, end):
+            for pl in evicted.values():  # its team's limit is in the way, not this work
+                self._take(pl)
+            return 0.0
+        inc.replace(list(evicted), {j: moved})
         self._take(moved)
         # Put the evicted jobs back (and try j's successors), best rank first.
         pending = (set(evicted) - {j}) | set(inst.successors[j])

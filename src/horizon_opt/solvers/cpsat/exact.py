@@ -12,7 +12,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
-from horizon_opt.solvers.cpsat.model import Subproblem, placement_units
+from horizon_opt.solvers.cpsat.model import Subproblem, placement_units, room_beside
 from horizon_opt.solvers.cpsat.search import Search
 
 
@@ -37,6 +37,7 @@ def full_subproblem(search: Search, inc: Incumbent, decide_layout: bool) -> Subp
         latest_end={j: inst.windows[j].horizon for j in jobs},
         hint=dict(inc.placements),
         inference_hint=search.layout if decide_layout else None,
+        team_room=room_beside(inst, []),
     )
 
 

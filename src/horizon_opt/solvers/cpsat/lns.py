@@ -22,7 +22,7 @@ from horizon_opt.instance import Pool
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.guide import LpGuide
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
-from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem
+from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, room_beside
 from horizon_opt.solvers.cpsat.search import Search
 from horizon_opt.solvers.listsched import inherited_ranks, priority_large_first
 
@@ -241,7 +241,19 @@ class Lns:
                     must.add(j)
             earliest[j] = lo
             latest[j] = hi
-        return Subproblem(free_jobs, nodes, residual, earliest, latest, must, dict(released), kind)
+        return Subproblem(
+            free_jobs,
+            nodes,
+            residual,
+            earliest,
+            latest,
+            must,
+            dict(released),
+            kind,
+            team_room=room_beside(
+                inst, [p for q, p in inc.placements.items() if q not in free_set]
+            ),
+        )
 
     def target_window(
         self, j: int, open_nodes: list[list[int]], n_nodes: int

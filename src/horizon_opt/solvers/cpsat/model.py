@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,7 @@ from ortools.sat.python import cp_model
 from horizon_opt.inference import Layout
 from horizon_opt.instance import Instance, IntArray, Promise
 from horizon_opt.solvers.assemble import Placement
+from horizon_opt.teams import team_usage
 
 
 @dataclass
@@ -44,6 +46,23 @@ class Subproblem:
     # When set, inference replicas are decided too (hinted with this layout), and `residual`
     # holds what the nodes have before inference: the model is then exact for the instance.
     inference_hint: Layout | None = None
+    # [teams, P, S] GPUs each team's free jobs may take (`Instance.team_room` less the fixed
+    # jobs'); None when no team has a limit.
+    team_room: IntArray | None = None
+
+
+def room_beside(instance: Instance, fixed: Sequence[Placement]) -> IntArray | None:
+    """[teams, P, S] each team's room once the `fixed` placements hold their GPUs; None when no
+    team has a limit."""
+    if not instance.limited:
+        return None
+    runs = (
+        (instance.jobs[p.job].team, p.pool, p.start, p.end(instance), instance.jobs[p.job].gpus)
+        for p in fixed
+    )
+    used = team_usage(len(instance.teams), len(instance.pools), instance.slots, runs)
+    room: IntArray = instance.team_room - used
+    return room
 
 
 MAX_OBJECTIVE = 2**60  # CP-SAT's objective and its bounds must fit 64-bit integers
@@ -107,6 +126,7 @@ class NodeModel:
             self._inference()
         self._node_choice()
         self._capacity()
+        self._team_limits()
         self._precedence()
         self._symmetry()
         self._promises()
@@ -228,6 +248,39 @@ class NodeModel:
             ):
                 continue  # cannot overflow: skip the constraint
             m.add_cumulative(ivs, demands, G)
+
+    def _team_limits(self) -> None:
+        """Per team and pool with a limit: its free jobs' GPUs fit its room at every slot."""
+        room = self.sub.team_room
+        if room is None:
+            return
+        m = self.model
+        by_limit: dict[tuple[int, int], list[tuple[cp_model.IntervalVar, int]]] = defaultdict(list)
+        for j, pools in self.on_pool.items():
+            job = self.inst.jobs[j]
+            if job.team is None:
+                continue
+            for p, y in pools.items():
+                if p in self.inst.teams[job.team].limit:
+                    d = job.durations[p]
+                    iv = m.new_optional_fixed_size_interval_var(
+                        self.start[j], d, y, f"team[{job.id},{p}]"
+                    )
+                    by_limit[job.team, p].append((iv, job.gpus))
+        for (team, p), items in by_limit.items():
+            profile = room[team, p]
+            cap = int(profile.max(initial=0))
+            if sum(g for _, g in items) <= int(profile.min(initial=0)):
+                continue  # cannot exceed the room anywhere
+            ivs = [iv for iv, _ in items]
+            demands: list[cp_model.LinearExprT] = [g for _, g in items]
+            taken = cap - profile
+            cuts = np.flatnonzero(np.diff(taken)) + 1
+            for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(taken)], strict=True):
+                if taken[a] > 0:
+                    ivs.append(m.new_fixed_size_interval_var(int(a), int(b - a), f"held[{team}]"))
+                    demands.append(int(taken[a]))
+            m.add_cumulative(ivs, demands, cap)
 
     def _precedence(self) -> None:
         free = set(self.sub.jobs)

@@ -1,0 +1,179 @@
+"""Teams: the format, the hard limit in every solver and in the checker, the cause code, and
+the per-team metrics, each on a tiny instance with its hand arithmetic."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+import horizon_opt as ho
+from horizon_opt.errors import InstanceError
+from horizon_opt.io import parse_spec
+from horizon_opt.plan import Assignment
+from horizon_opt.relaxation import proven_bound
+from horizon_opt.relaxation.pool_model import PoolLimits, pool_bound
+
+SOLVERS = list(ho.SOLVERS)
+FAST = {"time_limit": 5.0, "workers": 1, "seed": 0}
+
+# Three 8-GPU nodes, 4 slots. Team red may hold 8 GPUs of pool p at a time, blue has no limit.
+# Red's three jobs (8 GPUs, 2 slots, priority 3: value 3 * 8 * 2 = 48 each) can then only run
+# one after the other: two of them in 4 slots (96). Blue's job (8 GPUs, 4 slots, priority 1:
+# 32) runs beside them. Optimum 128; without the limit all four fit on the three nodes (176).
+# The third red job finds a free node, but red's limit is held there: cause `team-limit`.
+LIMITED: dict[str, Any] = {
+    "name": "limited",
+    "horizon": {"slots": 4},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 3, "gpus_per_node": 8}],
+    "teams": [
+        {"name": "red", "quota": {"p": 8}, "limit": {"p": 8}},
+        {"name": "blue", "quota": {"p": 8}, "weight": 2},
+    ],
+    "jobs": [
+        {"id": "r1", "priority": 3, "gpus": 8, "duration": 2, "team": "red"},
+        {"id": "r2", "priority": 3, "gpus": 8, "duration": 2, "team": "red"},
+        {"id": "r3", "priority": 3, "gpus": 8, "duration": 2, "team": "red"},
+        {"id": "b1", "priority": 1, "gpus": 8, "duration": 4, "team": "blue"},
+    ],
+}
+
+
+def build(data: dict[str, Any]) -> ho.Instance:
+    return ho.compile_instance(parse_spec(data))
+
+
+def without_limits(data: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    for team in out["teams"]:
+        team.pop("limit", None)
+    return out
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_every_solver_keeps_the_limit(solver: str) -> None:
+    inst = build(LIMITED)
+    plan = ho.solve(inst, solver, **FAST)
+    assert ho.check(inst, plan) == []
+    red = [a for a in plan.assignments if a.job.startswith("r")]
+    for t in range(4):
+        assert sum(8 for a in red if a.start <= t < a.end) <= 8
+
+
+def test_cpsat_proves_the_optimum_with_and_without_the_limit() -> None:
+    plan = ho.solve(build(LIMITED), "cpsat", **FAST)
+    assert (plan.objective, plan.status) == (128.0, "optimal")
+    free = ho.solve(build(without_limits(LIMITED)), "cpsat", **FAST)
+    assert (free.objective, free.status) == (176.0, "optimal")
+
+
+def test_bounds_that_drop_the_limits_stay_above_its_optimum() -> None:
+    """The LP and the pool-level model leave team limits out: relaxations still, so their
+    bounds (176 here, the optimum without limits) hold for the limited optimum (128)."""
+    inst = build(LIMITED)
+    assert proven_bound(inst, time_limit=5.0).value == pytest.approx(176.0)
+    pool = pool_bound(inst, PoolLimits(seconds=5.0))
+    assert pool.optimal and pool.value == pytest.approx(176.0)
+
+
+def test_the_job_kept_out_by_its_limit_says_so() -> None:
+    inst = build(LIMITED)
+    plan = ho.solve(inst, "cpsat", **FAST)
+    (left,) = plan.unscheduled
+    assert left.job.startswith("r") and left.code == "team-limit"
+    assert "team red's jobs hold its limit of 8 GPUs" in left.reason
+
+
+def test_the_checker_finds_a_limit_broken_at_one_slot() -> None:
+    inst = build(LIMITED)
+    plan = ho.solve(inst, "cpsat", **FAST)
+    runs = {a.job: a for a in plan.assignments}
+    first, second = sorted(
+        (a for a in runs.values() if a.job.startswith("r")), key=lambda a: a.start
+    )
+    # Move the second red run one slot earlier, onto a node of its own: slot 1 holds 16.
+    node = next(
+        n
+        for n in ("p-0", "p-1", "p-2")
+        if n not in first.gpus
+        and all(n not in a.gpus for a in runs.values() if a.job.startswith("b"))
+    )
+    moved = Assignment(job=second.job, pool="p", start=1, end=3, gpus={node: list(range(8))})
+    broken = plan.model_copy(
+        update={"assignments": [a if a.job != second.job else moved for a in plan.assignments]}
+    )
+    (violation,) = ho.check(inst, broken)
+    assert violation.rule == 8
+    assert "team 'red'" in violation.message and "slot 1: 16 held, limit 8" in violation.message
+
+
+def test_placed_jobs_over_a_lowered_limit_are_not_a_violation_but_block_new_work() -> None:
+    data = copy.deepcopy(LIMITED)
+    data["now"] = 1
+    data["jobs"][0]["placed"] = {"pool": "p", "start": 0, "gpus": {"p-0": list(range(8))}}
+    data["jobs"][1]["placed"] = {"pool": "p", "start": 0, "gpus": {"p-1": list(range(8))}}
+    inst = build(data)
+    for solver in SOLVERS:
+        plan = ho.solve(inst, solver, **FAST)
+        assert ho.check(inst, plan) == [], solver
+        runs = {a.job: a for a in plan.assignments}
+        # r1 and r2 hold 16 > 8 until slot 2: r3 may start at 2 at the earliest.
+        assert "r3" not in runs or runs["r3"].start >= 2, solver
+
+
+def test_team_figures_by_hand() -> None:
+    inst = build(LIMITED)
+    plan = ho.solve(inst, "cpsat", **FAST)
+    m = ho.evaluate(inst, plan)
+    red, blue = m.teams["red"], m.teams["blue"]
+    # Red: two runs of 8 GPUs x 2 h = 32 GPU-h, its quota 8 x 4 h = 32: nothing borrowed.
+    assert (red.gpu_hours, red.quota_gpu_hours, red.borrowed_gpu_hours) == (32.0, 32.0, 0.0)
+    assert (red.pwo, red.completed) == (96.0, 2)
+    # Blue: 8 GPUs x 4 h = 32 within its quota of 8.
+    assert (blue.gpu_hours, blue.borrowed_gpu_hours, blue.pwo) == (32.0, 0.0, 32.0)
+    assert red.share == blue.share == red.quota_share == 0.5
+    assert m.team_fairness == pytest.approx(1.0)
+
+
+def test_borrowed_and_lent_by_hand() -> None:
+    # Blue has no work: red (no limit now) holds 16 while its quota is 8, for 2 h, on blue's
+    # idle quota: red borrows 8 x 2 = 16 GPU-h, blue lends 16 of its 32.
+    data = without_limits(LIMITED)
+    data["jobs"] = data["jobs"][:2]
+    inst = build(data)
+    plan = ho.solve(inst, "cpsat", **FAST)
+    red, blue = ho.evaluate(inst, plan).teams.values()
+    assert (red.borrowed_gpu_hours, red.lent_gpu_hours) == (16.0, 0.0)
+    assert (blue.gpu_hours, blue.borrowed_gpu_hours, blue.lent_gpu_hours) == (0.0, 0.0, 16.0)
+    # Shares 1 and 0 against quota shares 1/2 each: Jain's index (2 + 0)^2 / (2 * 4) = 1/2.
+    assert ho.evaluate(inst, plan).team_fairness == pytest.approx(0.5)
+
+
+def test_no_teams_no_team_figures() -> None:
+    data = {k: v for k, v in LIMITED.items() if k != "teams"}
+    data["jobs"] = [{k: v for k, v in j.items() if k != "team"} for j in LIMITED["jobs"]]
+    inst = build(data)
+    plan = ho.solve(inst, "greedy", **FAST)
+    dumped = plan.model_dump(mode="json")["metrics"]
+    assert "teams" not in dumped and "team_fairness" not in dumped
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["jobs"][0].update(team="green"), "jobs[0].team: unknown team 'green'"),
+        (lambda d: d["teams"][0]["quota"].update(q=1), "teams[0].quota.q: unknown pool 'q'"),
+        (lambda d: d["teams"][1].update(name="red"), "teams[1].name: duplicate team name 'red'"),
+        (
+            lambda d: d["teams"][0]["limit"].update(p=4),
+            "teams[0].limit.p: limit 4 is below the quota 8",
+        ),
+    ],
+)
+def test_bad_teams_are_refused_naming_the_field(change: Any, message: str) -> None:
+    data = copy.deepcopy(LIMITED)
+    change(data)
+    with pytest.raises(InstanceError) as err:
+        build(data)
+    assert any(message in line for line in err.value.problems)
