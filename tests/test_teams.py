@@ -4,11 +4,15 @@ the per-team metrics, each on a tiny instance with its hand arithmetic."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from typer.testing import CliRunner
 
 import horizon_opt as ho
+from horizon_opt.cli import app
 from horizon_opt.errors import InstanceError
 from horizon_opt.io import parse_spec
 from horizon_opt.plan import Assignment
@@ -177,3 +181,20 @@ def test_bad_teams_are_refused_naming_the_field(change: Any, message: str) -> No
     with pytest.raises(InstanceError) as err:
         build(data)
     assert any(message in line for line in err.value.problems)
+
+
+def test_the_replay_keeps_the_limits_and_reports_each_team(tmp_path: Path) -> None:
+    path = tmp_path / "limited.yaml"
+    path.write_text(yaml.safe_dump(LIMITED))
+    out = tmp_path / "out"
+    args = ["simulate", str(path), "-o", str(out), "-t", "1", "--policy", "backfill,cpsat"]
+    args += ["--no-charts"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    for policy in ("backfill", "cpsat"):
+        actual = ho.load_instance(out / f"{policy}.actual.yaml")
+        ran = ho.Plan.read(out / f"{policy}.ran.json")
+        assert ho.check(actual, ran) == [], policy
+    summary = (out / "summary.md").read_text()
+    assert "by team, as it really ran:" in summary
+    assert summary.count("| fairness |") == 2

@@ -27,9 +27,9 @@ from horizon_opt.outputs import Output, check_outputs, writing
 from horizon_opt.params import LOOP
 from horizon_opt.replan import DEFAULT_FREEZE_MINUTES
 from horizon_opt.simulate import Noise, Replay, World, policy, simulate
-from horizon_opt.simulate.audit import audit_files, write_audit
+from horizon_opt.simulate.audit import audit_files, ran_plan_of, write_audit
 from horizon_opt.simulate.engine import require_empty_cluster
-from horizon_opt.simulate.report import format_table, plot_realized, to_csv
+from horizon_opt.simulate.report import format_table, plot_realized, team_table, to_csv
 from horizon_opt.simulate.world_file import write_world
 from horizon_opt.simulate.worlds import replay_world
 from horizon_opt.solvers import SolveOptions
@@ -169,6 +169,9 @@ def simulate_cmd(
         typer.echo(f"replaying {p.name} ...", err=True)
         replays.extend(simulate(inst, [p], world, options))
     table = format_table(replays)
+    if inst.teams:
+        ran = {r.policy: ran_plan_of(inst, r.audit, r.policy) for r in replays if r.audit}
+        table += "\n\nby team, as it really ran:\n\n" + team_table(ran)
     held = f", promises held at {keep_promises:g}" if keep_promises else ""
     summary = (
         f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "

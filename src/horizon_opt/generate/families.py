@@ -17,6 +17,7 @@ from horizon_opt.generate.enterprise import enterprise
 from horizon_opt.generate.errors import GeneratorError
 from horizon_opt.generate.hetero import hetero
 from horizon_opt.generate.sizes import SIZES, Size
+from horizon_opt.generate.teams import enterprise_teams, trace_teams
 from horizon_opt.generate.trace import TRACE_ATTRIBUTION, trace
 
 
@@ -33,10 +34,12 @@ FAMILIES: dict[str, FamilyFn] = {
     "hetero": hetero,
     "deadline": deadline,
     "trace": trace,
+    "enterprise-teams": enterprise_teams,
+    "trace-teams": trace_teams,
 }
 
 # Comment lines written at the top of an instance file of the family (attribution of sources).
-NOTES: dict[str, str] = {"trace": TRACE_ATTRIBUTION}
+NOTES: dict[str, str] = {"trace": TRACE_ATTRIBUTION, "trace-teams": TRACE_ATTRIBUTION}
 
 
 def generate(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from horizon_opt.export.charts import new_figure
 from horizon_opt.instance import Instance
+from horizon_opt.plan import Plan
 from horizon_opt.simulate.engine import Replay
 
 if TYPE_CHECKING:
@@ -76,6 +77,23 @@ def format_table(replays: Sequence[Replay]) -> str:
             f"{r.preemptions} ({r.lost_gpu_hours:,.0f}) | {100 * r.slo_short_share:.2f}% | "
             f"{r.promise_error_hours:.1f} ({r.promised}) | {r.mean_moved:.1f} | {r.decisions} | {r.solver_seconds:,.1f} |"
         )
+    return "\n".join(lines)
+
+
+def team_table(ran: Mapping[str, Plan]) -> str:
+    """A markdown table of each team's realized GPU-hours per policy (from the plans of what
+    ran): its share against its quota share, what it held above its quota, its pwo, and each
+    policy's fairness (Jain's index of share over quota share)."""
+    head = "| policy | team | share of GPU-h | quota share | borrowed GPU-h | realized pwo |"
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for policy, plan in ran.items():
+        for name, f in plan.metrics.teams.items():
+            lines.append(
+                f"| {policy} | {name} | {_share(f.share)} | {_share(f.quota_share)} | "
+                f"{f.borrowed_gpu_hours:,.0f} | {f.pwo:,.0f} |"
+            )
+        fair = plan.metrics.team_fairness
+        lines.append(f"| {policy} | fairness | {'-' if fair is None else f'{fair:.3f}'} | | | |")
     return "\n".join(lines)
 
 

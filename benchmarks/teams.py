@@ -1,0 +1,154 @@
+"""Teams benchmark: what the teams' limits cost, and how fair each plan is.
+
+Every instance of the team families (`enterprise-teams`, `trace-teams`) is the base family's
+instance with teams added, so each solver plans it twice: with the teams, and with `teams` and
+every job's `team` removed. Every plan with teams goes through the checker (limits are rule 8);
+the plan without teams is checked against the instance with teams too, which says whether the
+limits bind there (its rule 8 violations). cpsat runs on one worker and stops on CP-SAT's
+deterministic budget (`repeatable`), so a rerun gives the same plans under any load.
+
+    .venv/bin/python benchmarks/teams.py --size medium --seeds 0 1 2 --jobs 2
+
+Results: `benchmarks/results/teams.md` (and `.csv`) unless `--out` says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+FAMILIES = ("enterprise-teams", "trace-teams")
+SOLVERS = ("backfill", "greedy", "cpsat")
+TIME_LIMITS = {"small": 10.0, "medium": 60.0, "large": 120.0}
+
+CHILD = r"""
+import json, sys
+import horizon_opt as ho
+teams, plain, solver, limit = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+with_teams, without = ho.load_instance(teams), ho.load_instance(plain)
+options = dict(time_limit=limit, workers=1, seed=0, repeatable=True)
+kept = ho.solve(with_teams, solver, **options)
+free = ho.solve(without, solver, **options)
+rule8 = [v for v in ho.check(with_teams, free.model_copy(update={"instance": with_teams.name}))
+         if v.rule == 8]
+m = ho.evaluate(with_teams, kept)
+print(json.dumps({
+    "pwo_teams": m.pwo, "pwo_free": free.objective,
+    "violations": len(ho.check(with_teams, kept)),
+    "binding": len(rule8) > 0,
+    "fairness_teams": m.team_fairness,
+    "fairness_free": ho.evaluate(with_teams, free).team_fairness,
+    "borrowed_gpu_hours": sum(f.borrowed_gpu_hours for f in m.teams.values()),
+}))
+"""
+
+FIELDS = [
+    "instance",
+    "solver",
+    "time_limit",
+    "pwo_free",
+    "pwo_teams",
+    "cost",
+    "binding",
+    "violations",
+    "fairness_free",
+    "fairness_teams",
+    "borrowed_gpu_hours",
+]
+
+
+def run(teams: Path, plain: Path, solver: str, limit: float) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(teams), str(plain), solver, str(limit)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def write_pair(family: str, size: str, seed: int, folder: Path) -> tuple[Path, Path]:
+    """The instance with teams, and the same without them (same name, so plans compare)."""
+    from horizon_opt.generate import generate, write_instance
+
+    data = generate(family, size, seed)
+    plain = {k: v for k, v in data.items() if k != "teams"}
+    plain["jobs"] = [{k: v for k, v in j.items() if k != "team"} for j in data["jobs"]]
+    teams_path, plain_path = folder / f"{data['name']}.yaml", folder / f"{data['name']}-free.yaml"
+    write_instance(data, teams_path)
+    write_instance(plain, plain_path)
+    return teams_path, plain_path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", default="medium", choices=list(TIME_LIMITS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/teams.md"))
+    args = parser.parse_args()
+    limit = TIME_LIMITS[args.size]
+    with tempfile.TemporaryDirectory() as tmp:
+        tasks = []
+        for family in FAMILIES:
+            for seed in args.seeds:
+                teams, plain = write_pair(family, args.size, seed, Path(tmp))
+                tasks += [(teams, plain, solver) for solver in SOLVERS]
+        with ThreadPoolExecutor(args.jobs) as pool:
+            results = list(pool.map(lambda t: run(t[0], t[1], t[2], limit), tasks))
+    rows = []
+    for (teams, _, solver), result in zip(tasks, results, strict=True):
+        free, kept = float(result["pwo_free"]), float(result["pwo_teams"])  # type: ignore[arg-type]
+        cost = (free - kept) / free if free > 0 else 0.0
+        rows.append({"instance": teams.stem, "solver": solver, "time_limit": limit, **result})
+        rows[-1]["cost"] = cost
+        print(f"{teams.stem:28s} {solver:8s} free {free:>10,.1f} teams {kept:>10,.1f}", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.with_suffix(".csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    args.out.write_text(summarize(rows, args))
+    print(args.out.read_text())
+
+
+def _fair(value: object) -> str:
+    return "-" if value is None else f"{float(value):.3f}"  # type: ignore[arg-type]
+
+
+def summarize(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
+    seeds = " ".join(str(s) for s in args.seeds)
+    lines = [
+        f"# What teams' limits cost ({args.size}, {rows[0]['time_limit']:.0f} s, one worker, repeatable)",
+        "",
+        f"`.venv/bin/python benchmarks/teams.py --size {args.size} --seeds {seeds} "
+        f"--jobs {args.jobs}`. pwo without teams and with them; cost = the share of pwo lost; "
+        "binding = the plan without teams breaks a limit; violations = the checker's count on "
+        "the plan with teams (rule 8 included); fairness = Jain's index of share over quota "
+        "share; borrowed = GPU-hours held above quotas, all teams.",
+        "",
+        "| instance | solver | pwo without | pwo with | cost | binding | violations | "
+        "fairness without | fairness with | borrowed GPU-h |",
+        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['instance']} | {r['solver']} | {float(r['pwo_free']):,.1f} | "  # type: ignore[arg-type]
+            f"{float(r['pwo_teams']):,.1f} | {100 * float(r['cost']):.1f}% | "  # type: ignore[arg-type]
+            f"{'yes' if r['binding'] else 'no'} | {r['violations']} | "
+            f"{_fair(r['fairness_free'])} | {_fair(r['fairness_teams'])} | "
+            f"{float(r['borrowed_gpu_hours']):,.0f} |"  # type: ignore[arg-type]
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
