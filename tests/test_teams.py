@@ -13,11 +13,12 @@ from typer.testing import CliRunner
 
 import horizon_opt as ho
 from horizon_opt.cli import app
-from horizon_opt.errors import InstanceError
+from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.io import parse_spec
 from horizon_opt.plan import Assignment
 from horizon_opt.relaxation import proven_bound
 from horizon_opt.relaxation.pool_model import PoolLimits, pool_bound
+from horizon_opt.whatif import apply_changes, parse_change
 
 SOLVERS = list(ho.SOLVERS)
 FAST = {"time_limit": 5.0, "workers": 1, "seed": 0}
@@ -198,3 +199,27 @@ def test_the_replay_keeps_the_limits_and_reports_each_team(tmp_path: Path) -> No
     summary = (out / "summary.md").read_text()
     assert "by team, as it really ran:" in summary
     assert summary.count("| fairness |") == 2
+
+
+def test_what_if_a_team_had_another_limit() -> None:
+    # Red's limit raised to 16: two of its jobs run at once, all four jobs fit (176).
+    change = parse_change("red:p=16", "limit")
+    assert str(change) == "--limit red:p=16"
+    changed = ho.compile_instance(apply_changes(parse_spec(LIMITED), [change]))
+    assert ho.solve(changed, "cpsat", **FAST).objective == 176.0
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("red=16", "--limit red=16: expected TEAM:POOL=N"),
+        ("red:p=x", "--limit red:p=x: N must be a whole number of GPUs"),
+        ("green:p=16", "--limit green:p=16: unknown team 'green' (teams: red, blue)"),
+        ("red:q=16", "--limit red:q=16: unknown pool 'q' (pools: p)"),
+        ("red:p=4", "--limit red:p=4: below team 'red''s quota of 8 GPUs on p"),
+    ],
+)
+def test_what_if_limit_errors_name_the_option(text: str, message: str) -> None:
+    with pytest.raises(InputError) as err:
+        apply_changes(parse_spec(LIMITED), [parse_change(text, "limit")])
+    assert any(message in line for line in err.value.problems)

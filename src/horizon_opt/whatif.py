@@ -1,5 +1,5 @@
 """What if the cluster changed: more or fewer nodes in a pool, an extra outage, a service's
-demand scaled. The same solver plans the instance as written and as changed, with the same
+demand scaled, a team's limit on a pool set. The same solver plans the instance as written and as changed, with the same
 options, and the two plans are compared (`diff.plan_diff`): what capacity buys, in pwo and in
 the jobs that become, or stop being, on time.
 
@@ -30,6 +30,7 @@ from horizon_opt.plan import Plan
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.spec import (
     MAX_DEMAND,
+    MAX_JOB_GPUS,
     MAX_NODES,
     DemandCsv,
     InstanceSpec,
@@ -40,20 +41,23 @@ from horizon_opt.spec import (
 )
 from horizon_opt.times import parse_time
 
-ChangeKind = Literal["add", "remove", "outage", "demand"]
-KINDS: tuple[ChangeKind, ...] = ("add", "remove", "outage", "demand")  # the order they apply in
+ChangeKind = Literal["add", "remove", "outage", "demand", "limit"]
+# (the order they apply in)
+KINDS: tuple[ChangeKind, ...] = ("add", "remove", "outage", "demand", "limit")
 OPTION: dict[ChangeKind, str] = {k: f"--{k}" for k in KINDS}
 METAVAR: dict[ChangeKind, str] = {
     "add": "POOL=N",
     "remove": "POOL=N",
     "outage": "NODE:FROM-TO",
     "demand": "SERVICE*FACTOR",
+    "limit": "TEAM:POOL=N",
 }
 FORM: dict[ChangeKind, str] = {
     "add": "POOL=N, e.g. h100=2",
     "remove": "POOL=N, e.g. h100=2",
     "outage": "NODE:FROM-TO, e.g. h100-3:10-20 (slots, or ISO times when the horizon has a start)",
     "demand": "SERVICE*FACTOR, e.g. chat*1.2",
+    "limit": "TEAM:POOL=N, e.g. product:h100=16",
 }
 _MAX_DIGITS = 12  # longer numbers are refused before int() (a time is within 10**10 slots)
 
@@ -61,7 +65,8 @@ _MAX_DIGITS = 12  # longer numbers are refused before int() (a time is within 10
 @dataclass(frozen=True)
 class Change:
     """One change to the cluster: `nodes` more (add) or fewer (remove) nodes in pool `target`,
-    node `target` down in [start, end) (outage), or service `target`'s demand times `factor`."""
+    node `target` down in [start, end) (outage), service `target`'s demand times `factor`, or
+    team `target` (`TEAM:POOL`) limited to `gpus` GPUs on that pool (limit)."""
 
     kind: ChangeKind
     target: str
@@ -69,6 +74,7 @@ class Change:
     start: int | str = 0  # a slot, or an ISO time (as an instance file's time fields)
     end: int | str = 0
     factor: float = 1.0
+    gpus: int = 0
 
     def __str__(self) -> str:
         """The change as its command-line option."""
@@ -77,6 +83,7 @@ class Change:
             "remove": f"{self.target}={self.nodes}",
             "outage": f"{self.target}:{self.start}-{self.end}",
             "demand": f"{self.target}*{self.factor:g}",
+            "limit": f"{self.target}={self.gpus}",
         }[self.kind]
         return f"{OPTION[self.kind]} {value}"
 
@@ -102,6 +109,8 @@ def parse_change(text: str, kind: ChangeKind) -> Change:
         if len(count) > _MAX_DIGITS or int(count) > MAX_NODES:
             raise bad(f"N must be at most {MAX_NODES:,}, the most nodes horizon-opt plans")
         return Change(kind, pool.strip(), nodes=int(count))
+    if kind == "limit":
+        return _parse_limit(text, bad)
     if kind == "outage":
         node, sep, span = text.partition(":")
         if not sep or not node.strip() or not span.strip():
@@ -120,6 +129,19 @@ def parse_change(text: str, kind: ChangeKind) -> Change:
     if not math.isfinite(factor) or factor <= 0:
         raise bad(f"FACTOR must be a finite number above 0, got {show(number)}")
     return Change(kind, service.strip(), factor=factor)
+
+
+def _parse_limit(text: str, bad: Callable[[str], InputError]) -> Change:
+    target, sep, count = text.rpartition("=")
+    team, colon, pool = target.partition(":")
+    if not sep or not colon or not team.strip() or not pool.strip():
+        raise bad(f"expected {FORM['limit']}")
+    count = count.strip()
+    if not (count.isascii() and count.isdigit()) or len(count) > _MAX_DIGITS:
+        raise bad(f"N must be a whole number of GPUs, got {show(count)}")
+    if int(count) > MAX_JOB_GPUS:
+        raise bad(f"N must be at most {MAX_JOB_GPUS:,}")
+    return Change("limit", f"{team.strip()}:{pool.strip()}", gpus=int(count))
 
 
 def check_what_if(
@@ -177,7 +199,27 @@ def _apply(spec: InstanceSpec, change: Change, base: Path) -> InstanceSpec:
         return _resize(spec, change)
     if change.kind == "outage":
         return _outage(spec, change)
+    if change.kind == "limit":
+        return _limit(spec, change)
     return _scale(spec, change, base)
+
+
+def _limit(spec: InstanceSpec, change: Change) -> InstanceSpec:
+    """The team's limit on the pool set to `gpus`; never below its quota there."""
+    team_name, _, pool = change.target.partition(":")
+    teams = list(spec.teams)
+    k = next((i for i, t in enumerate(teams) if t.name == team_name), None)
+    if k is None:
+        known = _names(t.name for t in teams) if teams else "none defined"
+        raise _bad(change, f"unknown team {team_name!r} (teams: {known})")
+    if pool not in {p.name for p in spec.pools}:
+        raise _bad(change, f"unknown pool {pool!r} (pools: {_names(p.name for p in spec.pools)})")
+    quota = teams[k].quota.get(pool, 0)
+    if change.gpus < quota:
+        raise _bad(change, f"below team {team_name!r}'s quota of {quota} GPUs on {pool}")
+    limit = {**teams[k].limit, pool: change.gpus}
+    teams[k] = teams[k].model_copy(update={"limit": limit})
+    return spec.model_copy(update={"teams": teams})
 
 
 def _bad(change: Change, problem: str) -> InputError:

@@ -92,6 +92,10 @@ Demand = Annotated[
     list[str] | None,
     _change_option("demand", "SERVICE's forecast demand times FACTOR (chat*1.2)"),
 ]
+Limit = Annotated[
+    list[str] | None,
+    _change_option("limit", "TEAM's hard limit on POOL set to N GPUs (product:h100=16)"),
+]
 WhatIfOutput = Annotated[
     Path | None,
     typer.Option(
@@ -145,6 +149,7 @@ def whatif_cmd(
     remove: Remove = None,
     outage: Outage = None,
     demand: Demand = None,
+    limit: Limit = None,
     time_limit: PlanTimeLimit = 20.0,
     workers: Workers = DEFAULT_WORKERS,
     seed: Seed = 0,
@@ -153,7 +158,7 @@ def whatif_cmd(
     prices: WhatIfPrices = False,
 ) -> None:
     """What if the cluster changed: plan the instance as written and as changed (more or fewer
-    nodes, an outage, scaled demand) with one solver, and compare the plans; `--prices` says
+    nodes, an outage, scaled demand, a team's limit) with one solver, and compare the plans; `--prices` says
     what one more node of each pool is worth."""
     with input_errors():
         check_format(fmt)
@@ -166,6 +171,7 @@ def whatif_cmd(
             *_changes("remove", remove),
             *_changes("outage", outage),
             *_changes("demand", demand),
+            *_changes("limit", limit),
         ]
         check_what_if(changes, solver, prices, writes_plan=output is not None)
         if solver is not None:
