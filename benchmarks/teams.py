@@ -45,6 +45,7 @@ print(json.dumps({
     "fairness_teams": m.team_fairness,
     "fairness_free": ho.evaluate(with_teams, free).team_fairness,
     "borrowed_gpu_hours": sum(f.borrowed_gpu_hours for f in m.teams.values()),
+    "kept_out_slots": sum(f.kept_out_slots for f in m.teams.values()),
 }))
 """
 
@@ -60,6 +61,7 @@ FIELDS = [
     "fairness_free",
     "fairness_teams",
     "borrowed_gpu_hours",
+    "kept_out_slots",
 ]
 
 
@@ -133,11 +135,13 @@ def summarize(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
         f"--jobs {args.jobs}`. pwo without teams and with them; cost = the share of pwo lost; "
         "binding = the plan without teams breaks a limit; violations = the checker's count on "
         "the plan with teams (rule 8 included); fairness = Jain's index of share over quota "
-        "share; borrowed = GPU-hours held above quotas, all teams.",
+        "share; borrowed = GPU-hours held above quotas, all teams; kept out = (pool, slot) "
+        "pairs at which a team's waiting job within its quota was kept out by others' "
+        "borrowing, all teams (FORMAT.md, kept_out_slots).",
         "",
         "| instance | solver | pwo without | pwo with | cost | binding | violations | "
-        "fairness without | fairness with | borrowed GPU-h |",
-        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+        "fairness without | fairness with | borrowed GPU-h | kept out |",
+        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         lines.append(
@@ -145,7 +149,7 @@ def summarize(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
             f"{float(r['pwo_teams']):,.1f} | {100 * float(r['cost']):.1f}% | "  # type: ignore[arg-type]
             f"{'yes' if r['binding'] else 'no'} | {r['violations']} | "
             f"{_fair(r['fairness_free'])} | {_fair(r['fairness_teams'])} | "
-            f"{float(r['borrowed_gpu_hours']):,.0f} |"  # type: ignore[arg-type]
+            f"{float(r['borrowed_gpu_hours']):,.0f} | {r['kept_out_slots']} |"  # type: ignore[arg-type]
         )
     return "\n".join(lines) + "\n"
 

@@ -223,3 +223,40 @@ def test_what_if_limit_errors_name_the_option(text: str, message: str) -> None:
     with pytest.raises(InputError) as err:
         apply_changes(parse_spec(LIMITED), [parse_change(text, "limit")])
     assert any(message in line for line in err.value.problems)
+
+
+# Two 8-GPU nodes, 4 slots, no limits; red and blue are each entitled to 8 GPUs. Blue's two
+# jobs (8 GPUs, 4 slots, priority 2: 64 each) hold both nodes all day, so blue borrows red's 8.
+# Red's job (8 GPUs, 2 slots, released at 1, priority 1: 16) waits within its quota at slots
+# 1 and 2 (from 3 it could no longer end by the horizon), kept out by blue's borrowing: 2 slots.
+# The optimum keeps it out (128 against 64 + 16).
+BORROWED: dict[str, Any] = {
+    "name": "borrowed",
+    "horizon": {"slots": 4},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 8}],
+    "teams": [{"name": "red", "quota": {"p": 8}}, {"name": "blue", "quota": {"p": 8}}],
+    "jobs": [
+        {"id": "b1", "priority": 2, "gpus": 8, "duration": 4, "team": "blue"},
+        {"id": "b2", "priority": 2, "gpus": 8, "duration": 4, "team": "blue"},
+        {"id": "r1", "priority": 1, "gpus": 8, "duration": 2, "release": 1, "team": "red"},
+    ],
+}
+
+
+def test_a_borrower_keeping_an_owner_out_is_counted() -> None:
+    inst = build(BORROWED)
+    plan = ho.solve(inst, "cpsat", **FAST)
+    assert (plan.objective, plan.status) == (128.0, "optimal")
+    teams = ho.evaluate(inst, plan).teams
+    assert (teams["blue"].borrowed_gpu_hours, teams["red"].lent_gpu_hours) == (32.0, 32.0)
+    assert (teams["red"].kept_out_slots, teams["blue"].kept_out_slots) == (2, 0)
+
+
+def test_borrowing_from_an_idle_team_keeps_nobody_out() -> None:
+    data = copy.deepcopy(BORROWED)
+    data["jobs"] = data["jobs"][:2]  # red has no work
+    inst = build(data)
+    plan = ho.solve(inst, "cpsat", **FAST)
+    teams = ho.evaluate(inst, plan).teams
+    assert teams["blue"].borrowed_gpu_hours == 32.0
+    assert (teams["red"].kept_out_slots, teams["blue"].kept_out_slots) == (0, 0)

@@ -118,6 +118,11 @@ class TeamFigures(_Model):
     pwo: float = Field(ge=0.0)
     completed: Count
     mean_wait_hours: float = Field(ge=0.0)
+    kept_out_slots: Count = Field(
+        default=0,
+        description="(pool, slot) pairs at which a waiting job of it, within its quota, found "
+        "no room only because other teams held GPUs above their quotas",
+    )
 
 
 class Metrics(BaseModel):
