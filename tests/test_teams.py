@@ -260,3 +260,14 @@ def test_borrowing_from_an_idle_team_keeps_nobody_out() -> None:
     teams = ho.evaluate(inst, plan).teams
     assert teams["blue"].borrowed_gpu_hours == 32.0
     assert (teams["red"].kept_out_slots, teams["blue"].kept_out_slots) == (0, 0)
+
+
+def test_a_hint_over_the_limit_is_not_taken_as_it_is() -> None:
+    # The plan without limits (all four jobs, 176) as cpsat's hint: its third red run breaks
+    # red's limit, so cpsat starts from what fits and still ends valid at the optimum.
+    inst = build(LIMITED)
+    free = ho.solve(build(without_limits(LIMITED)), "cpsat", **FAST)
+    assert free.objective == 176.0
+    plan = ho.solve(inst, "cpsat", **FAST, hint=free)
+    assert ho.check(inst, plan) == []
+    assert plan.objective == 128.0

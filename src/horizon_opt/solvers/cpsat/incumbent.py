@@ -73,9 +73,10 @@ def placements_from_plan(instance: Instance, plan: Plan, free: IntArray) -> dict
 def fitting_placements(
     instance: Instance, placements: Iterable[Placement], free: IntArray
 ) -> dict[int, Placement]:
-    """The placements that fit `free` and their dependencies, taken in start order (ties: job
-    order), each on its nodes in ascending order."""
+    """The placements that fit `free`, their teams' limits and their dependencies, taken in
+    start order (ties: job order), each on its nodes in ascending order."""
     inc = Incumbent(instance, free)
+    room = instance.team_room.copy() if instance.limited else None
     ordered = sorted(placements, key=lambda p: (p.start, p.job))
     for p in (Placement(q.job, q.pool, q.start, tuple(sorted(q.nodes))) for q in ordered):
         j, pool, nodes, job = p.job, p.pool, p.nodes, instance.jobs[p.job]
@@ -89,7 +90,21 @@ def fitting_placements(
                 for q in job.after
             )
             and inc.fits(p)
+            and _take_room(room, instance, p)
         )
         if ok:
             inc.replace([], {j: p})
     return inc.placements
+
+
+def _take_room(room: IntArray | None, instance: Instance, p: Placement) -> bool:
+    """Whether `p` fits its team's room (`Instance.team_room`, less what was taken); if so, it
+    takes its GPUs there."""
+    job = instance.jobs[p.job]
+    if room is None or job.team is None:
+        return True
+    window = room[job.team, p.pool, p.start : p.end(instance)]
+    if (window < job.gpus).any():
+        return False
+    window -= job.gpus
+    return True
