@@ -271,3 +271,16 @@ def test_a_hint_over_the_limit_is_not_taken_as_it_is() -> None:
     plan = ho.solve(inst, "cpsat", **FAST, hint=free)
     assert ho.check(inst, plan) == []
     assert plan.objective == 128.0
+
+
+def test_the_owner_kept_out_is_told_who_borrowed_its_quota() -> None:
+    inst = build(BORROWED)
+    plan = ho.solve(inst, "cpsat", **FAST)
+    (left,) = plan.unscheduled
+    assert (left.job, left.code) == ("r1", "quota-borrowed-by")
+    # Blue holds 16 against a quota of 8: one of its jobs (the first, of two of equal value)
+    # runs on borrowed GPUs; without it r1 fits at slot 1, within red's quota of 8.
+    assert left.reason.startswith(
+        "would fit from slot 1 on p within team red's quota if blue gave back GPUs held above "
+        "their quotas: b"
+    )

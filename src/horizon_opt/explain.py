@@ -42,6 +42,8 @@ _NO_PRIORITY = {
     Code.INFERENCE_RESERVED: "the plan's inference reservation, not batch work, takes its room",
     Code.TEAM_LIMIT: "its own team's jobs hold the team's limit: only a higher limit, or "
     "moving the team's own work, makes room",
+    Code.QUOTA_BORROWED: "other teams hold its team's quota: a plan that gives quotas back "
+    "(reclaims them) makes room, whatever its priority",
 }
 
 

@@ -22,6 +22,7 @@ class Code(StrEnum):
     INFERENCE_RESERVED = "inference-reserved"
     TEAM_LIMIT = "team-limit"
     ROOM_UNUSED = "room-unused"
+    QUOTA_BORROWED = "quota-borrowed-by"
     LOWER_VALUE_WORK = "lower-value-work"
     HIGHER_VALUE_WORK = "higher-value-work"
 
@@ -39,6 +40,8 @@ MEANING: Mapping[Code, str] = {
     "team's limit on the pool there",
     Code.ROOM_UNUSED: "it fits as the plan stands; the solver did not place it there (its "
     "rule, or its time limit)",
+    Code.QUOTA_BORROWED: "it would fit within its team's quota if other teams gave back the "
+    "GPUs they hold above their own quotas",
     Code.LOWER_VALUE_WORK: "it would fit by moving only work worth less than it",
     Code.HIGHER_VALUE_WORK: "work worth at least as much as it holds every window where it "
     "could end in time",

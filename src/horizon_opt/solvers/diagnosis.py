@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, Job, topological_order
+from horizon_opt.instance import Instance, IntArray, Job, topological_order
 from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.borrowed import borrowed_work, team_used, within_quota
 from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
 from horizon_opt.windows import StartWindow
@@ -66,6 +67,8 @@ class Diagnosis:
                 self._worth[j] = max(self._worth[j], self._worth[q])
         self.reserved = CapacityGrid(instance, layout.free)
         self._full: CapacityGrid | None = None
+        # per team: (team usage, its borrowed work, the grid without it), see _quota_borrowed
+        self._borrowed: dict[int, tuple[IntArray, set[int], CapacityGrid | None]] = {}
 
     def value(self, j: int) -> float:
         return self.instance.jobs[j].value
@@ -226,6 +229,9 @@ class Diagnosis:
                 f"fits as the plan stands, from {self._where(room)}; {self.unused}",
                 room,
             )
+        borrowed = self._quota_borrowed(j, ready, latest)
+        if borrowed is not None:
+            return borrowed
         fit = earliest_start(outranked, job, ready, latest)
         if fit is not None:
             holders = self.holders(fit, j, worth_less=True)
@@ -244,6 +250,45 @@ class Diagnosis:
             f"{self._named(holders)}",
             beside_inference,
             holders,
+        )
+
+    def _borrowed_view(self, j: int, team: int) -> tuple[IntArray, set[int], CapacityGrid | None]:
+        """The plan without job j: its team usage, the work other teams run on borrowed GPUs,
+        and a grid without that work (None when there is none). Shared by a team's unplanned
+        jobs, whose plan is the same."""
+        if j not in self.placed and team in self._borrowed:
+            return self._borrowed[team]
+        others = {q: p for q, p in self.placed.items() if q != j}
+        used = team_used(self.instance, list(others.values()))
+        gone = set(borrowed_work(self.instance, others, team, used))
+        grid = self.grid(p for q, p in others.items() if q not in gone) if gone else None
+        if j not in self.placed:
+            self._borrowed[team] = (used, gone, grid)
+        return used, gone, grid
+
+    def _quota_borrowed(self, j: int, ready: int, latest: int) -> Cause | None:
+        """`quota-borrowed-by` (`borrowed.py`): a window in time, within its team's quota,
+        once other teams give back what they hold above their quotas."""
+        inst, job = self.instance, self.instance.jobs[j]
+        if job.team is None or not inst.teams[job.team].quota:
+            return None
+        used, gone, grid = self._borrowed_view(j, job.team)
+        fit = None if grid is None else earliest_start(grid, job, ready, latest)
+        if fit is None or not within_quota(inst, fit, j, used):
+            return None
+        end = fit.start + job.durations[fit.pool]
+        near = {p.job: p for n in fit.nodes for p in self.on_node.get(n, ()) if p.job in gone}
+        holders = sorted(q for q, p in near.items() if p.start < end and fit.start < p.end(inst))
+        names = sorted(
+            {inst.teams[t].name for q in holders if (t := inst.jobs[q].team) is not None}
+        )
+        return Cause(
+            Code.QUOTA_BORROWED,
+            f"would fit from {self._where(fit)} within team {inst.teams[job.team].name}'s quota "
+            f"if {', '.join(names) or 'other teams'} gave back GPUs held above their quotas: "
+            f"{self._named(holders)}",
+            fit,
+            tuple(holders),
         )
 
     def _no_pool(self, job: Job) -> str:
