@@ -216,7 +216,7 @@ def test_what_if_a_team_had_another_limit() -> None:
         ("red:p=x", "--limit red:p=x: N must be a whole number of GPUs"),
         ("green:p=16", "--limit green:p=16: unknown team 'green' (teams: red, blue)"),
         ("red:q=16", "--limit red:q=16: unknown pool 'q' (pools: p)"),
-        ("red:p=4", "--limit red:p=4: below team 'red''s quota of 8 GPUs on p"),
+        ("red:p=4", "--limit red:p=4: below the quota of team 'red': 8 GPUs on p"),
     ],
 )
 def test_what_if_limit_errors_name_the_option(text: str, message: str) -> None:
@@ -283,4 +283,20 @@ def test_the_owner_kept_out_is_told_who_borrowed_its_quota() -> None:
     assert left.reason.startswith(
         "would fit from slot 1 on p within team red's quota if blue gave back GPUs held above "
         "their quotas: b"
+    )
+
+
+def test_validate_warns_of_a_limit_below_a_gang_and_overbooked_quotas() -> None:
+    data = copy.deepcopy(LIMITED)
+    data["teams"][0]["limit"] = {"p": 8}
+    data["jobs"][0]["gpus"] = 16  # red's limit of 8 can never hold it
+    data["teams"][1]["quota"] = {"p": 20}  # 8 + 20 > the pool's 24 GPUs
+    warnings = ho.validate(build(data))
+    assert (
+        "jobs[0].team: the limit of team 'red' is below its 16 GPUs on every pool it may use: it "
+        "can never run" in warnings
+    )
+    assert (
+        "teams: quotas on pool 'p' add up to 28 GPUs, more than its 24: not every team can have "
+        "its quota at once" in warnings
     )

@@ -27,7 +27,29 @@ def validate(instance: Instance) -> list[str]:
             if not s.demand.any()
         ),
         *_unused_pools(instance),
+        *_team_warnings(instance),
     ]
+
+
+def _team_warnings(instance: Instance) -> list[str]:
+    """A job whose team's limit is below its gang on every pool it may use (it can never
+    run), and a pool whose quotas add up to more GPUs than it has (not every team can have
+    its quota at once)."""
+    out = [
+        f"jobs[{j.index}].team: the limit of team {instance.teams[j.team].name!r} is below its "
+        f"{j.gpus} GPUs on every pool it may use: it can never run"
+        for j in instance.jobs
+        if j.team is not None
+        and all(instance.teams[j.team].limit.get(p, j.gpus) < j.gpus for p in j.durations)
+    ]
+    for pool in instance.pools:
+        quotas = sum(t.quota.get(pool.index, 0) for t in instance.teams)
+        if quotas > pool.nodes * pool.gpus_per_node:
+            out.append(
+                f"teams: quotas on pool {pool.name!r} add up to {quotas} GPUs, more than its "
+                f"{pool.nodes * pool.gpus_per_node}: not every team can have its quota at once"
+            )
+    return out
 
 
 def _unused_pools(instance: Instance) -> list[str]:

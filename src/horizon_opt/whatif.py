@@ -216,7 +216,7 @@ def _limit(spec: InstanceSpec, change: Change) -> InstanceSpec:
         raise _bad(change, f"unknown pool {pool!r} (pools: {_names(p.name for p in spec.pools)})")
     quota = teams[k].quota.get(pool, 0)
     if change.gpus < quota:
-        raise _bad(change, f"below team {team_name!r}'s quota of {quota} GPUs on {pool}")
+        raise _bad(change, f"below the quota of team {team_name!r}: {quota} GPUs on {pool}")
     limit = {**teams[k].limit, pool: change.gpus}
     teams[k] = teams[k].model_copy(update={"limit": limit})
     return spec.model_copy(update={"teams": teams})
