@@ -29,6 +29,7 @@ from horizon_opt.forecast import (
 )
 from horizon_opt.importers import Imported, read_cluster
 from horizon_opt.importers.kueue import import_kueue, read_workloads
+from horizon_opt.importers.kueue_queues import read_clusterqueues, read_localqueues
 from horizon_opt.importers.result import count_line, note_lines
 from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.importers.source import read_json
@@ -344,13 +345,35 @@ def import_kueue_cmd(
             "maximumExecutionTimeSeconds or activeDeadlineSeconds); noted per job."
         ),
     ] = "4h",
+    localqueues: Annotated[
+        Path | None,
+        typer.Option(
+            help="The output of `kubectl get localqueues -A -o yaml` (or `-o json`): the "
+            "ClusterQueue, and so the team, of a workload not admitted yet.",
+            show_default=False,
+        ),
+    ] = None,
+    clusterqueues: Annotated[
+        Path | None,
+        typer.Option(
+            help="The output of `kubectl get clusterqueues -o yaml` (or `-o json`): each "
+            "ClusterQueue is a team, with its GPU quota and limit per pool, unless the cluster "
+            "file's teams define it.",
+            show_default=False,
+        ),
+    ] = None,
     notes: NotesShown = "summary",
 ) -> None:
     """Kueue Workloads: pending ones to plan, admitted ones running on their flavor's pool."""
     with input_errors():
         check_outputs(
             [Output("--output", output, stdout=True)],
-            [("the workloads file", workloads), ("the cluster file", cluster)],
+            [
+                ("the workloads file", workloads),
+                ("the cluster file", cluster),
+                ("the localqueues file", localqueues),
+                ("the clusterqueues file", clusterqueues),
+            ],
         )
         imported = import_kueue(
             read_workloads(workloads),
@@ -359,6 +382,10 @@ def import_kueue_cmd(
             snapshot=snapshot(now),
             default_duration=default_duration,
             source=str(workloads),
+            localqueues=None if localqueues is None else read_localqueues(localqueues),
+            clusterqueues=None if clusterqueues is None else read_clusterqueues(clusterqueues),
+            localqueues_source=str(localqueues),
+            clusterqueues_source=str(clusterqueues),
         )
     _write_imported(imported, output, notes)
 

@@ -22,7 +22,16 @@ pools:
     flavors: [h100-flavor]                # Kueue ResourceFlavors of this pool
 services: []                               # as in the instance file
 outages: []                                # as in the instance file
+teams:                                     # optional: as the instance's teams (FORMAT.md), and
+  - name: research                         # which scheduler names belong to each
+    quota: {h100: 16}
+    limit: {h100: 24}
+    accounts: [ml, ml-eval]               # Slurm accounts of the team (default: its name)
+    queues: [research-cq]                 # Kueue ClusterQueues of the team (default: its name)
 ```
+
+The teams are copied into the instance without `accounts` and `queues`: those say which team a
+job belongs to, which only the importer needs to know.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
@@ -46,9 +55,13 @@ from horizon_opt.spec import (
     Name,
     OutageSpec,
     ServiceSpec,
+    TeamSpec,
     default_node_name,
 )
+from horizon_opt.teams import compile_teams
 from horizon_opt.times import iso
+
+SchedulerName = Annotated[str, Field(min_length=1)]
 
 
 class _Model(BaseModel):
@@ -85,12 +98,25 @@ class ClusterPool(_Model):
         return [*given, *(default_node_name(self.name, i) for i in range(len(given), self.nodes))]
 
 
+class ClusterTeam(TeamSpec):
+    """A team of the instance (its per-pool keys are the cluster file's pools), and the
+    scheduler's names of it, which stay in the cluster file."""
+
+    accounts: list[SchedulerName] = Field(
+        default_factory=list, description="Slurm accounts of the team (default: its name)."
+    )
+    queues: list[SchedulerName] = Field(
+        default_factory=list, description="Kueue ClusterQueues of the team (default: its name)."
+    )
+
+
 class ClusterFile(_Model):
     name: str | None = Field(default=None, description="Instance name (default: the source).")
     horizon: ClusterHorizon
     pools: list[ClusterPool] = Field(min_length=1)
     services: list[ServiceSpec] = Field(default_factory=list)
     outages: list[OutageSpec] = Field(default_factory=list)
+    teams: list[ClusterTeam] = Field(default_factory=list)
     # The cluster file's folder: its services' demand CSV paths are relative to it.
     _folder: Path = PrivateAttr(default=Path("."))
 
@@ -159,6 +185,43 @@ class ClusterFile(_Model):
         ]
         return problems or name_problems(pools)
 
+    def team_problems(self) -> list[str]:
+        """Teams the instance would refuse (an unknown pool, a limit below the quota, a name
+        twice), and an account or ClusterQueue that two teams claim, with their fields."""
+        problems: list[str] = []
+
+        def error(path: str, message: str) -> None:
+            problems.append(f"{path}: {message}")
+
+        compile_teams(self.teams, {p.name: k for k, p in enumerate(self.pools)}, error)
+        for by in ("accounts", "queues"):
+            where: dict[str, str] = {}  # an account or queue -> the field that lists it first
+            for k, team in enumerate(self.teams):
+                for i, key in enumerate(getattr(team, by)):
+                    first = where.setdefault(key, f"teams[{k}].{by}[{i}]")
+                    if not first.startswith(f"teams[{k}]."):
+                        error(
+                            f"teams[{k}].{by}[{i}]",
+                            f"{key!r} is also listed by {first}: it belongs to one team",
+                        )
+        return problems
+
+    def team_of(
+        self, key: str, by: Literal["accounts", "queues"], name: str | None = None
+    ) -> str | None:
+        """The team a Slurm account or a ClusterQueue (`key`) belongs to: the one whose `by`
+        lists it, else the one called `name` (default: `key`); None when neither is."""
+        listed = next((t.name for t in self.teams if key in getattr(t, by)), None)
+        wanted = key if name is None else name
+        return listed or next((t.name for t in self.teams if t.name == wanted), None)
+
+    def instance_teams(self) -> list[dict[str, Any]]:
+        """The teams as the instance writes them: without the scheduler's names."""
+        return [
+            t.model_dump(mode="json", exclude={"accounts", "queues"}, exclude_defaults=True)
+            for t in self.teams
+        ]
+
 
 def read_cluster(path: str | os.PathLike[str]) -> ClusterFile:
     """Read and validate a cluster file; problems raise InputError, one line per field."""
@@ -167,7 +230,7 @@ def read_cluster(path: str | os.PathLike[str]) -> ClusterFile:
         cluster = ClusterFile.model_validate(data)
     except ValidationError as exc:
         raise InputError([f"{path}: {p}" for p in validation_problems(exc)]) from None
-    problems = cluster.name_problems()
+    problems = cluster.name_problems() + cluster.team_problems()
     if problems:
         raise InputError([f"{path}: {p}" for p in problems])
     cluster._folder = Path(path).parent
@@ -189,13 +252,16 @@ def instance_document(
     name: str,
     snapshot: datetime,
     jobs: list[dict[str, Any]],
+    teams: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The instance file's content: the cluster around the imported `jobs`, with `now` at the
     snapshot (rounded up to a slot, as FORMAT.md rounds `now`). A pool whose hosts the cluster
-    file names gets `node_names`, every node's: host names, then `<pool>-<i>`."""
-    problems = cluster.name_problems()
+    file names gets `node_names`, every node's: host names, then `<pool>-<i>`. `teams`: the
+    instance's teams (default: the cluster file's); none, no `teams` field."""
+    problems = cluster.name_problems() + cluster.team_problems()
     if problems:
         raise InputError([f"the cluster file: {p}" for p in problems])
+    teams = cluster.instance_teams() if teams is None else teams
     start = horizon_start(cluster, snapshot)
     return {
         "name": cluster.name or name,
@@ -218,4 +284,4 @@ def instance_document(
         "outages": [o.model_dump(mode="json") for o in cluster.instance_outages()],
         "services": [s.model_dump(mode="json", exclude_defaults=True) for s in cluster.services],
         "jobs": jobs,
-    }
+    } | ({"teams": teams} if teams else {})

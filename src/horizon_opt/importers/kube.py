@@ -25,6 +25,7 @@ __all__ = [
     "at",
     "bool_at",
     "int_at",
+    "items_of",
     "list_at",
     "object_at",
     "object_of",
@@ -147,6 +148,32 @@ def timestamp(text: str, path: str) -> datetime:
     if when is None:
         raise Bad(path, f"not an ISO-8601 timestamp: {show(text)}")
     return when
+
+
+def items_of(payload: Any, kind: str, command: str) -> list[tuple[str, Any]]:
+    """(path, item) of the objects of `kind` in what `command` (`kubectl get ... -o json`)
+    writes: a List's items, a JSON array's elements, or one object (with no `items`, of that
+    kind or of no kind). Each item's own kind is checked by its reader."""
+    if isinstance(payload, list):
+        return [(f"[{i}]", item) for i, item in enumerate(payload)]
+    if isinstance(payload, dict) and "items" in payload:
+        items = payload["items"]
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            raise Bad("items", f"expected a list, got {what(items)}")
+        return [(f"items[{i}]", item) for i, item in enumerate(items)]
+    if isinstance(payload, dict) and payload.get("kind", kind) == kind:
+        return [("", payload)]
+    got = (
+        f"an object of kind {what(payload.get('kind'))}"
+        if isinstance(payload, dict)
+        else what(payload)
+    )
+    raise Bad(
+        "(top level)",
+        f"expected a {kind}, a List of {kind}s (`{command}`) or a JSON array of them, got {got}",
+    )
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]

@@ -22,6 +22,8 @@ array of them (the `items` of such a List), is read the same way.
 | condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`; v1beta1 `domains` or v1beta2 `slices`, importers/topology.py) named in `pools[].node_names` (`gpus` names them as they are: the instance's `node_names`), one placed part per host when the placement rule cannot hold its GPUs per node (importers/parts.py), else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
 | condition `Finished` True, `spec.active: false` (unless horizon-opt held it: annotation `horizon-opt/held: "true"`, pending as any other), or `metadata.deletionTimestamp` set | left out (noted) |
 | conditions `Evicted`, `Preempted` True, `QuotaReserved` False with reason `Inadmissible`, `QuotaReserved` True without `Admitted` (admission checks pending: then on the reserved flavor's pool) | a pending job (not placed), noted with the condition's reason and message |
+| `status.admission.clusterQueue`; without an admission, the LocalQueue's `spec.clusterQueue` (`localqueues`: `metadata.namespace` + `metadata.name` = the workload's namespace + `spec.queueName`), else the ClusterQueue that admitted workloads of the same LocalQueue in the payload (noted), else none (noted) | `team`: the cluster file's team whose `queues` lists the ClusterQueue, else the team named like it (characters outside `[a-z0-9_-]`, such as dots, become `-`, noted), else the ClusterQueue's own team (`clusterqueues`); none otherwise (one note per ClusterQueue); no teams at all without `teams` in the cluster file and without `clusterqueues` |
+| a ClusterQueue (`clusterqueues`) the cluster file does not define: `spec.resourceGroups[].flavors[].resources[]` of the GPU resources, `spec.cohort` (v1beta2 `spec.cohortName`) | a team: per pool, `quota` = the sum of `nominalQuota` over its flavors on that pool (`pools[].flavors`), `limit` = the sum of `nominalQuota` + `borrowingLimit`, or of `nominalQuota` without a cohort (it cannot borrow), none in a cohort with a flavor there without `borrowingLimit`; both capped at the pool's GPUs; `lendingLimit` is not modelled (noted); two ClusterQueues that become one team name are refused, naming both |
 
 The annotations are read on the Workload's `metadata.annotations`, then on its pod sets'
 `template.metadata.annotations` (Kueue copies a Job's pod template there, so annotating the Job's
@@ -41,8 +43,10 @@ Malformed input raises InputError, one line per workload, naming the JSON path
 (`workloads.json: items[2].spec.podSets[0].count: expected an integer, got '3'`).
 
 A Workload is parsed by importers/kueue_workload.py and mapped to one job by
-importers/kueue_jobs.py; this module goes over the payload: the pools each LocalQueue's admitted
-workloads hold, the nodes and GPU indices of the running jobs, parts, and the compiler's word.
+importers/kueue_jobs.py; LocalQueues and ClusterQueues are read by importers/kueue_queues.py and
+become teams in importers/kueue_teams.py; this module goes over the payload: the pools each
+LocalQueue's admitted workloads hold, the nodes and GPU indices of the running jobs, parts,
+teams, and the compiler's word.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ from horizon_opt.importers.kueue_jobs import (
 )
 from horizon_opt.importers.kueue_jobs import Clock as _Clock
 from horizon_opt.importers.kueue_jobs import Running as _Running
+from horizon_opt.importers.kueue_queues import Queues, read_queues
+from horizon_opt.importers.kueue_teams import QueueTeams
 from horizon_opt.importers.kueue_workload import Workload as _Workload
 from horizon_opt.importers.kueue_workload import gpu_quantity
 from horizon_opt.importers.kueue_workload import job_hosts as _job_hosts
@@ -166,14 +172,21 @@ def import_kueue(
     default_duration: str = "4h",
     gpu_resources: Sequence[str] = GPU_RESOURCES,
     source: str = "workloads.json",
+    localqueues: Any | None = None,
+    clusterqueues: Any | None = None,
+    localqueues_source: str = "localqueues",
+    clusterqueues_source: str = "clusterqueues",
 ) -> Imported:
     """The instance of Kueue's Workloads around `cluster`, as of `snapshot` (default: now).
 
     `workloads`: parsed `kubectl get workloads -A -o json` (a List), its `items` array, or one
     Workload. `default_duration`: the run time of a workload that states none (`90m`, `4h`,
     `2d`). `gpu_resources`: the extended resources counted as GPUs. `source`: the file name that
-    error messages start with. Malformed input raises InputError naming the JSON path; what the
-    mapping could not carry over as is becomes a Note (the module's text gives the mapping).
+    error messages start with. `localqueues`, `clusterqueues`: parsed `kubectl get localqueues
+    -A -o yaml` and `kubectl get clusterqueues -o yaml` (optional; `*_source` name them): each
+    job's team and the teams' quotas and limits (importers/kueue_teams.py). Malformed input
+    raises InputError naming the JSON path; what the mapping could not carry over as is becomes
+    a Note (the module's text gives the mapping).
     """
     default_minutes = duration_minutes(default_duration)
     if default_minutes is None or default_minutes <= 0:
@@ -202,6 +215,12 @@ def import_kueue(
             parsed.append(_parse(item, index, path, tuple(gpu_resources)))
         except _Bad as exc:
             problems.append(f"{source}: {exc}")
+    try:
+        queues = read_queues(
+            localqueues, clusterqueues, gpu_resources, localqueues_source, clusterqueues_source
+        )
+    except InputError as exc:
+        problems += exc.problems
     if problems:
         raise InputError(problems)
     importer = _Importer(cluster, clock, math.ceil(default_minutes - 1e-9), tuple(gpu_resources))
@@ -209,7 +228,9 @@ def import_kueue(
         importer.note(None, "snapshot", f"not given: the time of the import, {iso(snapshot)}")
     for note in kueue_version_notes(item for _, item in items):
         importer.note(None, "apiVersion", note)
-    return importer.run(parsed, name, source)
+    for field, note in queues.notes:
+        importer.note(None, field, note)
+    return importer.run(parsed, name, source, queues)
 
 
 class _Importer(WorkloadMapper):
@@ -217,7 +238,7 @@ class _Importer(WorkloadMapper):
 
     # -- the whole payload ---------------------------------------------------------------------
 
-    def run(self, parsed: list[_Workload], name: str, source: str) -> Imported:
+    def run(self, parsed: list[_Workload], name: str, source: str, queues: Queues) -> Imported:
         for w in parsed:
             if w.assignments is not None and w.queue is not None:
                 for pool in self.assigned(w)[0]:
@@ -246,6 +267,7 @@ class _Importer(WorkloadMapper):
                 running.append(placed)
         if problems:
             raise InputError(problems)
+        teams = QueueTeams(self.cluster, queues, source, self.note).apply(parsed, jobs)
         counts = self.place(running)
         per_node = {n: p.gpus_per_node for n, p in self.cluster.node_pools().items()}
         order = [(r.w.id, counts[r.w.id]) for r in running if r.w.id in counts]
@@ -258,7 +280,9 @@ class _Importer(WorkloadMapper):
                     continue
                 job["placed"]["gpus"] = indices[w.id]
             kept += [(w, j) for j in self.parts(w.id, job)]
-        document = instance_document(self.cluster, name, self.clock.snapshot, [j for _, j in kept])
+        document = instance_document(
+            self.cluster, name, self.clock.snapshot, [j for _, j in kept], teams
+        )
         notes = tuple(n for _, n in sorted(self.notes, key=lambda x: x[0]))
         result = Imported(document, notes, self.cluster.folder)
         try:

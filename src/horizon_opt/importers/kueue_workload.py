@@ -22,6 +22,7 @@ from horizon_opt.importers.kube import Bad as _Bad
 from horizon_opt.importers.kube import at as _at
 from horizon_opt.importers.kube import bool_at as _bool_at
 from horizon_opt.importers.kube import int_at as _int_at
+from horizon_opt.importers.kube import items_of as _items_of
 from horizon_opt.importers.kube import list_at as _list_at
 from horizon_opt.importers.kube import object_at as _object_at
 from horizon_opt.importers.kube import object_of as _object
@@ -32,7 +33,14 @@ from horizon_opt.importers.kube import what as _what
 from horizon_opt.importers.topology import HOSTNAME_LEVEL, topology_hosts
 from horizon_opt.spec import show
 
-__all__ = ["Workload", "gpu_quantity", "job_hosts", "parse_workload", "workload_items"]
+__all__ = [
+    "Workload",
+    "gpu_quantity",
+    "job_hosts",
+    "parse_workload",
+    "whole_gpus",
+    "workload_items",
+]
 
 _INT32 = 2**31 - 1
 _MAX_QUANTITY = Decimal(10**9)  # more GPUs than any pod could hold: refused, not computed with
@@ -59,12 +67,13 @@ def gpu_quantity(value: Any, path: str = "") -> int:
 
     Raises InputError naming `path` when it is not a quantity, not whole, negative or huge."""
     try:
-        return _gpu_quantity(value, path)
+        return whole_gpus(value, path)
     except _Bad as exc:
         raise InputError([str(exc)]) from None
 
 
-def _gpu_quantity(value: Any, path: str) -> int:
+def whole_gpus(value: Any, path: str) -> int:
+    """`gpu_quantity` for readers that collect problems: Bad naming `path`."""
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise _Bad(path, f'expected a quantity such as "8", got {_what(value)}')
     match = _QUANTITY.match(str(value).strip())
@@ -144,6 +153,7 @@ class Workload:
     assignments: dict[str, _Assignment] | None  # None: Kueue has not reserved quota
     uncounted: tuple[str, ...]  # GPU-like resources it asks for that are not counted
     deleting: str | None = None  # metadata.deletionTimestamp: being deleted
+    cluster_queue: str | None = None  # status.admission.clusterQueue: the one that admitted it
 
     def condition(self, kind: str) -> _Condition | None:
         return self.conditions.get(kind)
@@ -177,9 +187,9 @@ def _pod_gpus(
         total = 0
         for name in resources:
             if requests.get(name) is not None:
-                total += _gpu_quantity(requests[name], _at(_at(rpath, "requests"), name))
+                total += whole_gpus(requests[name], _at(_at(rpath, "requests"), name))
             elif limits.get(name) is not None:
-                total += _gpu_quantity(limits[name], _at(_at(rpath, "limits"), name))
+                total += whole_gpus(limits[name], _at(_at(rpath, "limits"), name))
         for name in (*requests, *limits):
             low = name.lower()
             if name not in resources and "/" in name and ("gpu" in low or "/mig-" in low):
@@ -234,6 +244,8 @@ def parse_workload(item: Any, index: int, path: str, resources: Sequence[str]) -
         accumulated = _int_at(status, key, stpath, lo=0, hi=_INT32) or accumulated
     conditions = _conditions(status, stpath)
     assignments = _assignments(status, stpath, [p.name for p in podsets], resources)
+    admission = _object_at(status, "admission", stpath)
+    cluster_queue = _str_at(admission, "clusterQueue", _at(stpath, "admission")) or None
     return Workload(
         index=index,
         path=path,
@@ -252,6 +264,7 @@ def parse_workload(item: Any, index: int, path: str, resources: Sequence[str]) -
         assignments=assignments,
         uncounted=tuple(sorted(uncounted)),
         deleting=deleting,
+        cluster_queue=cluster_queue,
     )
 
 
@@ -339,7 +352,7 @@ def _assignments(
             raise _Bad(_at(aspath, "name"), f"no pod set {a_name!r} in spec.podSets")
         upath = _at(aspath, "resourceUsage")
         usage = _object_at(asg, "resourceUsage", aspath)
-        charged = [_gpu_quantity(usage[r], _at(upath, r)) for r in resources if r in usage]
+        charged = [whole_gpus(usage[r], _at(upath, r)) for r in resources if r in usage]
         assignments[a_name] = _Assignment(
             _str_map_at(asg, "flavors", aspath),
             _int_at(asg, "count", aspath, lo=0, hi=_INT32),
@@ -376,27 +389,7 @@ def _pinned_hosts(pod: Mapping[str, Any], path: str) -> tuple[str, ...]:
 def workload_items(workloads: Any) -> list[tuple[str, Any]]:
     """(path, item): a List's items, a JSON array's elements, or one Workload (an object with no
     `items`, of kind Workload or of no kind)."""
-    if isinstance(workloads, list):
-        return [(f"[{i}]", w) for i, w in enumerate(workloads)]
-    if isinstance(workloads, dict) and "items" in workloads:
-        items = workloads["items"]
-        if items is None:
-            return []
-        if not isinstance(items, list):
-            raise _Bad("items", f"expected a list, got {_what(items)}")
-        return [(f"items[{i}]", w) for i, w in enumerate(items)]
-    if isinstance(workloads, dict) and workloads.get("kind", "Workload") == "Workload":
-        return [("", workloads)]
-    got = (
-        f"an object of kind {_what(workloads.get('kind'))}"
-        if isinstance(workloads, dict)
-        else _what(workloads)
-    )
-    raise _Bad(
-        "(top level)",
-        "expected a Workload, a List of Workloads (`kubectl get workloads -A -o json`) or a JSON "
-        f"array of them, got {got}",
-    )
+    return _items_of(workloads, "Workload", "kubectl get workloads -A -o json")
 
 
 def job_hosts(w: Workload) -> dict[str, int] | None:

@@ -106,6 +106,13 @@ def count_line(notes: Iterable[Note], jobs: int) -> str:
 EXAMPLES = 3  # job ids a summary line names before "and N more"
 
 
+def some_jobs(jobs: Sequence[str]) -> str:
+    """`N jobs: a, b, c and M more`: how many, and the first few ids."""
+    named = ", ".join(jobs[:EXAMPLES])
+    more = f" and {len(jobs) - EXAMPLES:,} more" if len(jobs) > EXAMPLES else ""
+    return f"{len(jobs):,} job{'s' if len(jobs) != 1 else ''}: {named}{more}"
+
+
 def note_lines(notes: Iterable[Note]) -> list[str]:
     """One line per cause: the notes that say the same thing (field and problem) of several
     jobs, such as every task of an array, become one line with the count and a few job ids;
@@ -119,7 +126,5 @@ def note_lines(notes: Iterable[Note]) -> list[str]:
         if len(jobs) < 2:  # one job's note (said once, however often it was noted)
             lines.append(str(group[0]))
             continue
-        named = ", ".join(jobs[:EXAMPLES])
-        more = f" and {len(jobs) - EXAMPLES:,} more" if len(jobs) > EXAMPLES else ""
-        lines.append(f"{field}: {problem} ({len(jobs):,} jobs: {named}{more})")
+        lines.append(f"{field}: {problem} ({some_jobs(jobs)})")
     return lines

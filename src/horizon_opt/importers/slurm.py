@@ -21,6 +21,7 @@ read.
 | `dependency` (`afterok:12(unfulfilled),afterany:13_*`) | `after`: afterok and afterany on jobs of the import |
 | `start_time`, `nodes` (hostlist), `gres_detail` `IDX` | running: `placed: {pool, start, end, gpus}`, `end = start + duration`; on hosts the pools' `node_names` name, which `gpus` names as they are (the instance's `node_names`) |
 | a running job whose GPUs per node the placement rule cannot hold (`-N2 --gpus-per-node=1`) | one placed job per node, `<id>@<host>` (importers/parts.py), noted; its dependents run after every part |
+| `account` (a string; unset or empty: none) | `team`: the cluster file's team whose `accounts` lists it, else the team of that name; without teams in the cluster file, none; with teams but none that matches, none, and one note per account naming its jobs |
 | `last_update` (top level, epoch s) | `now`: the snapshot |
 
 Every job of the payload is in the instance or in a note that says why not, and the instance
@@ -30,7 +31,7 @@ field of the wrong type) raises InputError naming the file and the JSON path.
 
 The payloads are read by importers/slurm_reader.py (typed fields, JSON paths in errors) and
 importers/slurm_history.py (sacct: run-time estimates, finished jobs' outcomes); one job is
-mapped by importers/slurm_jobs.py; this module goes over the records (states, arrays) and then
+mapped by importers/slurm_jobs.py, its account to a team by importers/slurm_teams.py; this module goes over the records (states, arrays) and then
 over all jobs together (GPU indices, dependencies, what the compiler refuses).
 """
 
@@ -68,6 +69,7 @@ from horizon_opt.importers.slurm_strings import (
     parse_gpus,
     parse_gres_detail,
 )
+from horizon_opt.importers.slurm_teams import account_team, unmatched_accounts
 from horizon_opt.importers.source import read_json
 from horizon_opt.instance import duration_minutes
 from horizon_opt.spec import show
@@ -374,6 +376,9 @@ class _Importer(JobMapper):
                 out["after"] = j.after
             if j.placed is not None:
                 out["placed"] = j.placed
+            team = account_team(self.cluster, j.record.account)
+            if team is not None:
+                out["team"] = team
             jobs.append(out)
         return instance_document(self.cluster, name, self.snapshot, jobs)
 
@@ -510,6 +515,9 @@ def import_slurm(
     importer.depend()
     importer.drop_dangling()
     document = importer.compiled(name)
+    importer.notes += unmatched_accounts(
+        cluster, ((j.whole, j.record.account) for j in importer.jobs)
+    )
     # Notes in the payload's order (the whole payload's first), each job's in the order made.
     order = importer.order
     notes = sorted(importer.notes, key=lambda n: order.get(n.job, -1) if n.job else -2)

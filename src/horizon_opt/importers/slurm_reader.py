@@ -194,6 +194,7 @@ class Record:
     het_job_id: int
     states: list[str]
     user: str
+    account: str  # "" when unset
     name: str
     partition: str
     nodes: str
@@ -250,6 +251,7 @@ def read_record(f: Fields, k: int, job: Any) -> Record | None:
         het_job_id=het if isinstance(het, int) else 0,
         states=f.strings(job, "job_state", path),
         user=f.string(job, "user_name", path),
+        account=f.string(job, "account", path).strip(),
         name=f.string(job, "name", path),
         partition=f.string(job, "partition", path),
         nodes=f.string(job, "nodes", path),
