@@ -46,6 +46,11 @@ def test_snippet_loads(where: str, text: str, tmp_path: Path) -> None:
         manifest = yaml.safe_load(text)
         containers = manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
         assert manifest["kind"] == "CronJob" and containers[0]["args"][0] == "run"
+    elif text.lstrip().startswith("teams:"):  # a cluster file's teams, on a cluster of h100
+        file = tmp_path / "cluster.yaml"
+        pools = "pools: [{name: h100, gpu_type: H100, nodes: 4, gpus_per_node: 8}]\n"
+        file.write_text("horizon: {slots: 24}\n" + pools + text)
+        read_cluster(file)
     elif "horizon:" in text and "name:" not in text.split("pools:")[0]:  # a cluster file
         shutil.copy(ROOT / "instances" / "demo-chat.csv", tmp_path / "chat.csv")
         file = tmp_path / "cluster.yaml"

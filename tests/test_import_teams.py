@@ -239,8 +239,8 @@ def test_kueue_teams_of_the_cluster_file_and_of_the_clusterqueues() -> None:
         # the cluster file's: gpu-cluster-queue is in its `queues`, so its own quota is not used
         {"name": "research", "quota": {"h100": 16}, "limit": {"h100": 24}},
         # no cohort: it cannot borrow, its limit is its quota; flavors a100 (8) and a100-spot
-        # (4) are both on pool a100
-        {"name": "spot-cluster-queue", "quota": {"a100": 12}, "limit": {"a100": 12}},
+        # (4) are both on pool a100; it lists no flavor of h100, so it cannot run there
+        {"name": "spot-cluster-queue", "quota": {"a100": 12}, "limit": {"a100": 12, "h100": 0}},
         # cohort main: h100 without borrowingLimit has no limit, a100 4 + borrowingLimit 4
         {"name": "batch-shared", "quota": {"h100": 8, "a100": 4}, "limit": {"a100": 8}},
     ]
@@ -359,18 +359,19 @@ def made_team(*objects: Json) -> Imported:
     ("cohort", "limits", "limit"),
     [
         (None, {}, {"h100": 8}),  # no cohort: it cannot borrow
-        ({"cohortName": "c"}, {}, None),  # v1beta2 cohort, no borrowingLimit: no limit
-        ({"cohort": "c"}, {}, None),  # the v1beta1 field
+        ({"cohortName": "c"}, {}, {}),  # v1beta2 cohort, no borrowingLimit: no limit
+        ({"cohort": "c"}, {}, {}),  # the v1beta1 field
         ({"cohortName": "c"}, {"borrowingLimit": "8"}, {"h100": 16}),
         ({"cohortName": "c"}, {"borrowingLimit": 0}, {"h100": 8}),
         ({"cohortName": "c"}, {"borrowingLimit": "64"}, {"h100": 32}),  # at most the pool's GPUs
     ],
 )
-def test_clusterqueue_limit(cohort: Json | None, limits: Json, limit: Json | None) -> None:
+def test_clusterqueue_limit(cohort: Json | None, limits: Json, limit: Json) -> None:
     result = made_team(cq(cohort=cohort, flavors=[flavor("h100", gpu("8", **limits))]))
     team = result.document["teams"][0]
     assert team["quota"] == {"h100": 8}
-    assert team.get("limit") == limit
+    # (pool a100: none of its flavors in the ClusterQueue, which cannot admit there: limit 0)
+    assert team.get("limit") == {**limit, "a100": 0}
 
 
 def test_clusterqueue_gpu_resources_flavors_and_quantities() -> None:
@@ -404,9 +405,9 @@ def test_clusterqueue_gpu_resources_flavors_and_quantities() -> None:
     assert result.compile().teams[0].limit  # a valid team
 
 
-def test_clusterqueue_with_no_gpu_quota_is_a_team_without_quota() -> None:
+def test_clusterqueue_with_no_gpu_quota_admits_no_gpus() -> None:
     result = made_team(cq(flavors=[flavor("h100", {"name": "cpu", "nominalQuota": "8"})]))
-    assert result.document["teams"] == [{"name": "cq"}]
+    assert result.document["teams"] == [{"name": "cq", "limit": {"h100": 0, "a100": 0}}]
 
 
 def test_team_names_of_clusterqueues() -> None:

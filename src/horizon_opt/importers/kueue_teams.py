@@ -11,7 +11,9 @@ the one named like it, else, when the ClusterQueue objects are given, the team m
   (`pools[].flavors` of the cluster file), capped at the pool's GPUs (noted);
 - `limit` per pool: the same plus the `borrowingLimit`s; without a cohort (it cannot borrow)
   the quota; in a cohort, a flavor on the pool without `borrowingLimit` leaves the pool without
-  a limit (it may borrow all the cohort's idle quota). `lendingLimit` is not modelled (noted).
+  a limit (it may borrow all the cohort's idle quota). A pool none of whose flavors (when the
+  cluster file names some) the ClusterQueue gives GPU quota gets limit 0: Kueue admits its
+  workloads on its own flavors only. `lendingLimit` is not modelled (noted).
 
 Team names are `[a-z0-9_-]+`; a ClusterQueue's name may hold dots, which become `-` (noted).
 Two ClusterQueues that become the same name are refused, naming both, unless the cluster file
@@ -211,6 +213,9 @@ class QueueTeams:
             team.setdefault("quota", {})[pool] = min(quota[pool], self.pool_gpus[pool])
             if pool not in unlimited:
                 team.setdefault("limit", {})[pool] = min(limit[pool], self.pool_gpus[pool])
+        for pool in self.cluster.pools:
+            if pool.flavors and pool.name not in quota:
+                team.setdefault("limit", {})[pool.name] = 0  # none of its flavors: no admission
         return team
 
     def renamed(self, queues: Sequence[str]) -> None:
