@@ -213,9 +213,9 @@ class QueueTeams:
             team.setdefault("quota", {})[pool] = min(quota[pool], self.pool_gpus[pool])
             if pool not in unlimited:
                 team.setdefault("limit", {})[pool] = min(limit[pool], self.pool_gpus[pool])
-        for pool in self.cluster.pools:
-            if pool.flavors and pool.name not in quota:
-                team.setdefault("limit", {})[pool.name] = 0  # none of its flavors: no admission
+        for shape in self.cluster.pools:
+            if shape.flavors and shape.name not in quota:
+                team.setdefault("limit", {})[shape.name] = 0  # none of its flavors: no admission
         return team
 
     def renamed(self, queues: Sequence[str]) -> None:
