@@ -95,6 +95,7 @@ def main() -> None:
     parser.add_argument("--size", default="medium", choices=list(TIME_LIMITS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel")
+    parser.add_argument("--solvers", nargs="+", default=list(SOLVERS))
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/teams.md"))
     args = parser.parse_args()
     limit = TIME_LIMITS[args.size]
@@ -103,7 +104,7 @@ def main() -> None:
         for family in FAMILIES:
             for seed in args.seeds:
                 teams, plain = write_pair(family, args.size, seed, Path(tmp))
-                tasks += [(teams, plain, solver) for solver in SOLVERS]
+                tasks += [(teams, plain, solver) for solver in args.solvers]
         with ThreadPoolExecutor(args.jobs) as pool:
             results = list(pool.map(lambda t: run(t[0], t[1], t[2], limit), tasks))
     rows = []
@@ -128,11 +129,12 @@ def _fair(value: object) -> str:
 
 def summarize(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
     seeds = " ".join(str(s) for s in args.seeds)
+    solvers = "" if args.solvers == list(SOLVERS) else f" --solvers {' '.join(args.solvers)}"
     lines = [
         f"# What teams' limits cost ({args.size}, {rows[0]['time_limit']:.0f} s, one worker, repeatable)",
         "",
         f"`.venv/bin/python benchmarks/teams.py --size {args.size} --seeds {seeds} "
-        f"--jobs {args.jobs}`. pwo without teams and with them; cost = the share of pwo lost; "
+        f"--jobs {args.jobs}{solvers}`. pwo without teams and with them; cost = the share of pwo lost; "
         "binding = the plan without teams breaks a limit; violations = the checker's count on "
         "the plan with teams (rule 8 included); fairness = Jain's index of share over quota "
         "share; borrowed = GPU-hours held above quotas, all teams; kept out = (pool, slot) "

@@ -18,6 +18,8 @@ from horizon_opt.io import parse_spec
 from horizon_opt.plan import Assignment
 from horizon_opt.relaxation import proven_bound
 from horizon_opt.relaxation.pool_model import PoolLimits, pool_bound
+from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.backfill import fair_share
 from horizon_opt.whatif import apply_changes, parse_change
 
 SOLVERS = list(ho.SOLVERS)
@@ -300,3 +302,38 @@ def test_validate_warns_of_a_limit_below_a_gang_and_overbooked_quotas() -> None:
         "teams: quotas on pool 'p' add up to 28 GPUs, more than its 24: not every team can have "
         "its quota at once" in warnings
     )
+
+
+# One 8-GPU node, 6 slots; red and blue are entitled to half each. Red's two jobs (priority 3)
+# and blue's one (priority 1) all wait from slot 0, 2 slots each. At slot 0 no team has used
+# anything (factor 1): red's r1 starts. At slot 2 red has used all the GPU-hours so far
+# (U = 1 against S = 1/2: factor 2^-2 = 0.25, priority 3 -> 0.75), blue none (factor 1,
+# priority 1): blue's b1 starts before r2. Without quotas, priority alone: r2 at 2, b1 at 4.
+FAIR: dict[str, Any] = {
+    "name": "fair",
+    "horizon": {"slots": 6},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
+    "teams": [{"name": "red", "quota": {"p": 4}}, {"name": "blue", "quota": {"p": 4}}],
+    "jobs": [
+        {"id": "r1", "priority": 3, "gpus": 8, "duration": 2, "team": "red"},
+        {"id": "r2", "priority": 3, "gpus": 8, "duration": 2, "team": "red"},
+        {"id": "b1", "priority": 1, "gpus": 8, "duration": 2, "team": "blue"},
+    ],
+}
+
+
+def test_backfill_orders_by_fair_share_when_teams_have_quotas() -> None:
+    starts = {a.job: a.start for a in ho.solve(build(FAIR), "backfill").assignments}
+    assert starts == {"r1": 0, "b1": 2, "r2": 4}
+    data = copy.deepcopy(FAIR)
+    for team in data["teams"]:
+        team.pop("quota")
+    starts = {a.job: a.start for a in ho.solve(build(data), "backfill").assignments}
+    assert starts == {"r1": 0, "r2": 2, "b1": 4}
+
+
+def test_fair_share_factors_by_hand() -> None:
+    inst = build(FAIR)
+    r1 = Placement(0, 0, 0, (0,))
+    assert fair_share(inst, {0: r1}, 0) == {0: 1.0, 1: 1.0}  # nothing has run yet
+    assert fair_share(inst, {0: r1}, 2) == {0: 0.25, 1: 1.0}

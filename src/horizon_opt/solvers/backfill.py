@@ -22,9 +22,15 @@ far (nothing of the future, unlike the planners):
   on time, and soonest, goes first. If the optimizer's gain were only its ordering, this peer
   would match it.
 
+- teams: their limits hold as for every solver (account limits, `GrpTRES`); with quotas, a
+  fair-share factor scales each job's priority, as Slurm's classic `2^(-U/S)`: `U` is its team's
+  part of the GPU-hours the teams' jobs have run so far, `S` its part of the quotas (a team
+  without a quota: `S` = 0, so any usage puts it last; a job without a team: factor 1).
+
 What it simplifies: run times are the jobs' durations (users' estimates, exact here), a pass
 runs at every slot where something changed (a release, an end, inference giving GPUs back)
-rather than on a timer, and there is no fair-share, QOS, partition limit or preemption.
+rather than on a timer, usage does not decay, and there is no QOS, partition limit or
+preemption.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -60,6 +67,44 @@ def _age_order(job: Job) -> tuple[float, ...]:
 def _value_order(job: Job) -> tuple[float, ...]:
     deadline = math.inf if job.deadline is None else job.deadline
     return (-job.priority, deadline, job.work_hours, job.release, job.index)
+
+
+def fair_share(instance: Instance, placements: dict[int, Placement], t: int) -> dict[int, float]:
+    """Each team's factor `2^(-U/S)` at slot t (see the module); {} without quotas."""
+    quotas = np.array([sum(team.quota.values()) for team in instance.teams], dtype=float)
+    if not quotas.sum():
+        return {}
+    used = np.zeros(len(instance.teams))
+    for p in placements.values():
+        team = instance.jobs[p.job].team
+        if team is not None:
+            used[team] += instance.jobs[p.job].gpus * max(0, min(p.end(instance), t) - p.start)
+    usage = used / used.sum() if used.sum() else used
+    shares = quotas / quotas.sum()
+    return {
+        k: 2.0 ** (-usage[k] / shares[k]) if shares[k] else float(usage[k] == 0)
+        for k in range(len(instance.teams))
+    }
+
+
+def _pass_order(
+    instance: Instance,
+    order: dict[int, tuple[float, ...]],
+    placements: dict[int, Placement],
+    t: int,
+) -> Callable[[int], tuple[float, ...]]:
+    """The sort key of a pass at slot t: `order`, its priority scaled by the fair-share factor
+    of the job's team."""
+    factors = fair_share(instance, placements, t)
+    if not factors:
+        return order.__getitem__
+
+    def key(j: int) -> tuple[float, ...]:
+        team = instance.jobs[j].team
+        first, *rest = order[j]
+        return (first * (1.0 if team is None else factors[team]), *rest)
+
+    return key
 
 
 def solve(
@@ -92,7 +137,7 @@ def solve(
                 and windows[j.index].earliest <= t
                 and all(q in placements and placements[q].end(instance) <= t for q in j.after)
             ),
-            key=order.__getitem__,
+            key=_pass_order(instance, order, placements, t),
         )
         grid = CapacityGrid(instance, free)  # running jobs taken; reservations on this copy
         for p in placements.values():
