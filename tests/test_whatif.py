@@ -477,7 +477,7 @@ def test_which_requests_make_sense() -> None:
             "greedy",
             False,
             False,
-            "give at least one change (--add, --remove, --outage, --demand) or --prices",
+            "give at least one change (--add, --remove, --outage, --demand, --limit) or --prices",
         ),
         (add, None, True, False, "--solver: needed to plan the changed instance"),
         ([], None, True, True, "--output: there is no changed instance to plan"),
