@@ -36,8 +36,9 @@ def team_figures(instance: Instance, plan: Plan) -> dict[str, TeamFigures]:
     for team in instance.teams:
         for p, q in team.quota.items():
             quota[team.index, p, 0] = q
-    kept_out = _kept_out(instance, plan, team_usage(T, P, S, runs), quota)
-    used = team_usage(T, P, S, runs)[:, :, now:]  # [T, P, slots from now]
+    usage = team_usage(T, P, S, runs)
+    kept_out = _kept_out(instance, plan, usage, quota)
+    used = usage[:, :, now:]  # [T, P, slots from now]
     above = np.maximum(used - quota, 0)
     idle = np.maximum(quota - used, 0)
     others_above = above.sum(axis=0, keepdims=True) - above
