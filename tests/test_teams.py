@@ -14,12 +14,14 @@ from typer.testing import CliRunner
 import horizon_opt as ho
 from horizon_opt.cli import app
 from horizon_opt.errors import InputError, InstanceError
+from horizon_opt.inference import elastic_layout
 from horizon_opt.io import parse_spec
 from horizon_opt.plan import Assignment
 from horizon_opt.relaxation import proven_bound
 from horizon_opt.relaxation.pool_model import PoolLimits, pool_bound
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.backfill import fair_share
+from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.whatif import apply_changes, parse_change
 
 SOLVERS = list(ho.SOLVERS)
@@ -228,10 +230,11 @@ def test_what_if_limit_errors_name_the_option(text: str, message: str) -> None:
 
 
 # Two 8-GPU nodes, 4 slots, no limits; red and blue are each entitled to 8 GPUs. Blue's two
-# jobs (8 GPUs, 4 slots, priority 2: 64 each) hold both nodes all day, so blue borrows red's 8.
-# Red's job (8 GPUs, 2 slots, released at 1, priority 1: 16) waits within its quota at slots
-# 1 and 2 (from 3 it could no longer end by the horizon), kept out by blue's borrowing: 2 slots.
-# The optimum keeps it out (128 against 64 + 16).
+# jobs (8 GPUs, 4 slots, priority 2: 64 each) could hold both nodes all day, blue borrowing
+# red's 8 (worth 128, the optimum without rule 9). Red's job (8 GPUs, 2 slots, released at 1,
+# priority 1: 16) then waits within its quota at slots 1 and 2 (from 3 it could no longer end by
+# the horizon), kept out by blue's borrowing: rule 9 is broken there. With quotas kept, one of
+# blue's jobs gives red's GPUs back at slot 1 and can no longer end in time: 64 + 16 = 80.
 BORROWED: dict[str, Any] = {
     "name": "borrowed",
     "horizon": {"slots": 4},
@@ -245,13 +248,42 @@ BORROWED: dict[str, Any] = {
 }
 
 
-def test_a_borrower_keeping_an_owner_out_is_counted() -> None:
+def without_quotas(data: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    for team in out["teams"]:
+        team.pop("quota", None)
+    return out
+
+
+def borrowing_plan() -> ho.Plan:
+    """BORROWED's optimum without rule 9: blue's two jobs all day, red's job out."""
+    plan = ho.solve(build(without_quotas(BORROWED)), "cpsat", **FAST)
+    assert (plan.objective, [u.job for u in plan.unscheduled]) == (128.0, ["r1"])
+    return plan
+
+
+def test_a_borrower_keeping_an_owner_out_breaks_rule_9() -> None:
     inst = build(BORROWED)
-    plan = ho.solve(inst, "cpsat", **FAST)
-    assert (plan.objective, plan.status) == (128.0, "optimal")
+    plan = borrowing_plan()
+    (violation,) = ho.check(inst, plan)
+    assert violation.rule == 9
+    assert "team 'red' has a job waiting within its quota on pool 'p'" in violation.message
+    assert violation.message.endswith("at slots 1..2 (2 slots)")
     teams = ho.evaluate(inst, plan).teams
     assert (teams["blue"].borrowed_gpu_hours, teams["red"].lent_gpu_hours) == (32.0, 32.0)
     assert (teams["red"].kept_out_slots, teams["blue"].kept_out_slots) == (2, 0)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_every_solver_gives_the_quota_back(solver: str) -> None:
+    inst = build(BORROWED)
+    plan = ho.solve(inst, solver, **FAST)
+    assert ho.check(inst, plan) == []
+    starts = {a.job: a.start for a in plan.assignments}
+    assert starts["r1"] == 1 and len(starts) == 2 and plan.objective == 80.0
+    assert all(f.kept_out_slots == 0 for f in ho.evaluate(inst, plan).teams.values())
+    if plan.bound is not None:  # the bound leaves quotas out: 128 still holds, 80 is below it
+        assert plan.status == "feasible" and plan.bound >= 128.0
 
 
 def test_borrowing_from_an_idle_team_keeps_nobody_out() -> None:
@@ -277,12 +309,16 @@ def test_a_hint_over_the_limit_is_not_taken_as_it_is() -> None:
 
 def test_the_owner_kept_out_is_told_who_borrowed_its_quota() -> None:
     inst = build(BORROWED)
-    plan = ho.solve(inst, "cpsat", **FAST)
-    (left,) = plan.unscheduled
-    assert (left.job, left.code) == ("r1", "quota-borrowed-by")
+    plan = borrowing_plan()
+    placements = [
+        Placement(inst.job_index[a.job], 0, a.start, tuple(inst.node_index[n] for n in a.gpus))
+        for a in plan.assignments
+    ]
+    cause = unscheduled_causes(inst, placements, elastic_layout(inst))[inst.job_index["r1"]]
+    assert cause.code == "quota-borrowed-by"
     # Blue holds 16 against a quota of 8: one of its jobs (the first, of two of equal value)
     # runs on borrowed GPUs; without it r1 fits at slot 1, within red's quota of 8.
-    assert left.reason.startswith(
+    assert cause.sentence.startswith(
         "would fit from slot 1 on p within team red's quota if blue gave back GPUs held above "
         "their quotas: b"
     )

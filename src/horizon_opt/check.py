@@ -1,4 +1,4 @@
-"""The independent plan checker: FORMAT.md's eight validity rules, written from the rules alone.
+"""The independent plan checker: FORMAT.md's nine validity rules, written from the rules alone.
 
 It reads only the compiled instance data (durations, release, now, placed jobs, nodes up, req)
 and the plan file.
@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from horizon_opt.errors import InputError
 from horizon_opt.instance import Instance
@@ -81,6 +82,7 @@ class _Checker:
         self.rule6_inference()
         self.rule7_placed(valid)
         self.rule8_team_limits(valid)
+        self.rule9_quotas(valid)
         for rule, n in sorted(self.count.items()):
             if n > MAX_PER_RULE:
                 self.out.append(Violation(rule, f"... and {n - MAX_PER_RULE} more of this rule"))
@@ -386,6 +388,89 @@ class _Checker:
                     8,
                     f"team {inst.teams[team].name!r} holds more GPUs of pool {inst.pools[pool].name!r} than its limit at {_slots(over)} (slot {t}: {used[team, pool][t]} held, limit {allowed[t]})",
                 )
+
+    def rule9_quotas(self, assigned: dict[str, int]) -> None:
+        """No job waits within its team's quota while other teams' borrowing holds the GPUs
+        it needs (FORMAT.md, rule 9; `kept_out`)."""
+        inst = self.inst
+        blocked = kept_out(inst, self.plan, assigned)
+        for team, pool in zip(*np.nonzero(blocked.any(axis=2)), strict=True):
+            slots = blocked[team, pool]
+            self.report(
+                9,
+                f"team {inst.teams[team].name!r} has a job waiting within its quota on pool {inst.pools[pool].name!r} while other teams hold the GPUs it needs above their quotas, at {_slots(slots)}",
+            )
+
+
+def kept_out(
+    inst: Instance, plan: Plan, assigned: dict[str, int] | None = None
+) -> npt.NDArray[np.bool_]:
+    """[teams, P, S] where a team's job is kept out of its quota (FORMAT.md, rule 9), from the
+    plan's valid assignments (`assigned`: job id -> its assignment; default every one) and its
+    inference blocks."""
+    T, P, S = len(inst.teams), len(inst.pools), inst.slots
+    out = np.zeros((T, P, S), dtype=bool)
+    quota = np.zeros((T, P), dtype=np.int64)
+    for team in inst.teams:
+        for p, q in team.quota.items():
+            quota[team.index, p] = q
+    if not quota.any():
+        return out
+    if assigned is None:
+        assigned = {a.job: i for i, a in enumerate(plan.assignments)}
+    runs: dict[int, tuple[int, int, int]] = {}  # job index -> (pool, start, end)
+    for job_id, i in assigned.items():
+        a = plan.assignments[i]
+        pool = inst.pool_index.get(a.pool)
+        if pool is not None and job_id in inst.job_index:
+            runs[inst.job_index[job_id]] = (pool, max(a.start, 0), min(a.end, S))
+    used, movable, free = _pool_use(inst, plan, runs)
+    above = np.maximum(used - quota[:, :, None], 0)
+    lent = np.minimum(above, movable)  # what each team could give back
+    for job in inst.jobs:
+        if job.team is None or job.placed is not None:
+            continue
+        ends = [runs[q][2] if q in runs else None for q in job.after]
+        if None in ends:
+            continue
+        first = max([job.release, inst.now, *(e for e in ends if e is not None)])
+        last = runs[job.index][1] if job.index in runs else S
+        A = job.team
+        for p, d in job.durations.items():
+            ts = np.arange(first, min(last, S - d + 1))
+            within = used[A, p, ts] + job.gpus <= quota[A, p]
+            others = lent[:, p, ts].sum(axis=0) - lent[A, p, ts]
+            short = (free[p, ts] < job.gpus) & (free[p, ts] + others >= job.gpus)
+            out[A, p, ts[within & short]] = True
+    return out
+
+
+def _pool_use(
+    inst: Instance, plan: Plan, runs: dict[int, tuple[int, int, int]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GPUs per team, pool and slot (all its jobs', and its jobs' that are not placed), and the
+    GPUs free per pool and slot: its up nodes' less the plan's replicas and jobs."""
+    T, P, S = len(inst.teams), len(inst.pools), inst.slots
+    used = np.zeros((T, P, S), dtype=np.int64)
+    movable = np.zeros((T, P, S), dtype=np.int64)
+    free = np.zeros((P, S), dtype=np.int64)
+    for k in range(inst.num_nodes):
+        free[inst.node_pool[k]] += np.where(inst.up[k], inst.node_gpus[k], 0)
+    services = {s.name: s for s in inst.services}
+    for b in plan.inference:
+        n = inst.node_index.get(b.node)
+        if b.service in services and n is not None and 0 <= b.start < b.end <= S:
+            free[inst.node_pool[n], b.start : b.end] -= (
+                b.replicas * services[b.service].gpus_per_replica
+            )
+    for j, (pool, start, end) in runs.items():
+        job = inst.jobs[j]
+        free[pool, start:end] -= job.gpus
+        if job.team is not None:
+            used[job.team, pool, start:end] += job.gpus
+            if job.placed is None:
+                movable[job.team, pool, start:end] += job.gpus
+    return used, movable, free
 
 
 def _other_instance(instance: Instance, plan: Plan) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from horizon_opt.check import kept_out
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan, TeamFigures
 from horizon_opt.teams import team_usage
@@ -36,9 +37,8 @@ def team_figures(instance: Instance, plan: Plan) -> dict[str, TeamFigures]:
     for team in instance.teams:
         for p, q in team.quota.items():
             quota[team.index, p, 0] = q
-    usage = team_usage(T, P, S, runs)
-    kept_out = _kept_out(instance, plan, usage, quota)
-    used = usage[:, :, now:]  # [T, P, slots from now]
+    kept = kept_out(instance, plan).sum(axis=(1, 2))  # (rule 9's own count)
+    used = team_usage(T, P, S, runs)[:, :, now:]  # [T, P, slots from now]
     above = np.maximum(used - quota, 0)
     idle = np.maximum(quota - used, 0)
     others_above = above.sum(axis=0, keepdims=True) - above
@@ -56,54 +56,10 @@ def team_figures(instance: Instance, plan: Plan) -> dict[str, TeamFigures]:
             pwo=float(pwo[t]),
             completed=len(waits[t]),
             mean_wait_hours=float(np.mean(waits[t])) if waits[t] else 0.0,
-            kept_out_slots=int(kept_out[t]),
+            kept_out_slots=int(kept[t]),
         )
         for t, team in enumerate(instance.teams)
     }
-
-
-def _pool_free(instance: Instance, plan: Plan) -> np.ndarray:
-    """[P, S] GPUs of each pool's up nodes that the plan's replicas and jobs leave free."""
-    free = np.zeros((len(instance.pools), instance.slots), dtype=np.int64)
-    for pool in instance.pools:
-        nodes = slice(pool.first_node, pool.first_node + pool.nodes)
-        free[pool.index] = (instance.node_gpus[nodes, None] * instance.up[nodes]).sum(axis=0)
-    services = {s.name: s for s in instance.services}
-    for b in plan.inference:
-        s = services[b.service]
-        free[s.pool, b.start : b.end] -= b.replicas * s.gpus_per_replica
-    for a in plan.assignments:
-        job = instance.jobs[instance.job_index[a.job]]
-        free[instance.pool_index[a.pool], a.start : a.end] -= job.gpus
-    return free
-
-
-def _kept_out(instance: Instance, plan: Plan, used: np.ndarray, quota: np.ndarray) -> np.ndarray:
-    """[T] per team, the (pool, slot) pairs from `now` at which one of its jobs waited (released,
-    its predecessors ended, not started, able to end by the horizon there) although it fits
-    within the team's quota, and the pool's free GPUs were too few for it only because other
-    teams held GPUs above their quotas (FORMAT.md, kept_out_slots)."""
-    S = instance.slots
-    free = _pool_free(instance, plan)
-    above = np.maximum(used - quota, 0)
-    borrowed = above.sum(axis=0)
-    runs = {a.job: (a.start, a.end) for a in plan.assignments}
-    blocked = np.zeros(used.shape, dtype=bool)
-    for job in instance.jobs:
-        ends = [runs.get(instance.jobs[q].id, (0, None))[1] for q in job.after]
-        if job.team is None or job.placed is not None or None in ends:
-            continue
-        first = max([job.release, instance.now, *(e for e in ends if e is not None)])
-        last = runs[job.id][0] if job.id in runs else S
-        for p, d in job.durations.items():
-            ts = np.arange(first, min(last, S - d + 1))
-            t = job.team
-            fits = used[t, p, ts] + job.gpus <= quota[t, p, 0]
-            short = free[p, ts] < job.gpus
-            room = free[p, ts] + borrowed[p, ts] - above[t, p, ts] >= job.gpus
-            blocked[t, p, ts[fits & short & room]] = True
-    counts: np.ndarray = blocked.sum(axis=(1, 2))
-    return counts
 
 
 def _part(values: np.ndarray, t: int) -> float:

@@ -169,9 +169,10 @@ def build_plan(
     bound: float | None = None,
     bound_source: str | None = None,
     build_seconds: float | None = None,
+    fixed: Mapping[int, Mapping[int, Sequence[int]]] | None = None,
 ) -> Plan:
     """Assemble, evaluate and stamp a plan; `reasons` holds the cause of every job not placed
-    (`causes.unscheduled_causes`)."""
+    (`causes.unscheduled_causes`); `fixed`: GPU indices of jobs that hold theirs already."""
     placed = {p.job for p in placements}
     unscheduled = [
         Unscheduled(job=j.id, reason=reasons[j.index].sentence, code=reasons[j.index].code)
@@ -183,7 +184,7 @@ def build_plan(
         solver=solver,
         status=status,
         objective=0.0,
-        assignments=assignments_of(instance, placements),
+        assignments=assignments_of(instance, placements, fixed),
         inference=inference_blocks(instance, layout),
         unscheduled=unscheduled,
     )

@@ -14,6 +14,7 @@ from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
 from horizon_opt.solvers import backfill, fifo, greedy
 from horizon_opt.solvers.options import SolveOptions
+from horizon_opt.solvers.reclaim import quotas_bind, quotas_kept
 from horizon_opt.solvers.residual import solve_around_placed
 
 SolverFn = Callable[[Instance, SolveOptions], Plan]
@@ -113,11 +114,13 @@ def solve(
     """Solve with the named solver. Options may be given as a SolveOptions or as keywords
     (`time_limit`, `workers`, `seed`, `log`, `hint`, `on_progress`, `params`); solvers ignore
     what does not apply to them. Placed jobs (running, or holding a start) stay where they are:
-    the solver plans around them (`residual.py`)."""
+    the solver plans around them (`residual.py`). Teams' quotas are kept by one post-pass for
+    every solver (`reclaim.py`)."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     if options is None:
         options = SolveOptions(**kwargs)  # type: ignore[arg-type]
     elif kwargs:
         raise TypeError("give options either as SolveOptions or as keywords, not both")
-    return solve_around_placed(SOLVERS[solver].run, instance, options)
+    plan = solve_around_placed(SOLVERS[solver].run, instance, options)
+    return quotas_kept(instance, plan) if quotas_bind(instance) else plan
