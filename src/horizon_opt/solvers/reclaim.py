@@ -33,7 +33,6 @@ from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.grid import earliest_start
 from horizon_opt.solvers.listsched import grid_beside
 
-
 MOVES_PER_JOB = 4  # rounds per job that place jobs again; then borrowing jobs only leave
 
 
