@@ -195,12 +195,6 @@ def _team_rows(rows: _Rows, instance: Instance) -> None:
     for team in instance.teams:
         _one_team_rows(rows, team.name)
     rows.add(
-        "kept out of quota",
-        lambda c: str(sum(f.kept_out_slots for f in c.metrics.teams.values())),
-        title="(pool, slot) pairs at which a team's waiting job within its quota was kept out "
-        "by other teams' borrowing, all teams",
-    )
-    rows.add(
         "team fairness",
         lambda c: "-" if c.metrics.team_fairness is None else f"{c.metrics.team_fairness:.3f}",
         title="team fairness (Jain's index of share / quota share; 1 = fair)",
