@@ -231,9 +231,13 @@ def small_instances(draw: st.DrawFn) -> dict[str, Any]:
         "services": services,
         "jobs": jobs,
     }
-    if draw(st.booleans()):  # a team with a hard limit on p, and one without
+    if draw(st.booleans()):  # a team with a hard limit on p, and one without; quotas or not
         limit = draw(st.integers(1, nodes * gpn))
-        data["teams"] = [{"name": "a", "limit": {"p": limit}}, {"name": "b"}]
+        quota_a, quota_b = draw(st.integers(0, limit)), draw(st.integers(0, nodes * gpn))
+        data["teams"] = [
+            {"name": "a", "limit": {"p": limit}, "quota": {"p": quota_a}},
+            {"name": "b", "quota": {"p": quota_b}},
+        ]
         for job in jobs:
             team = draw(st.sampled_from([None, "a", "b"]))
             if team is not None:

@@ -71,10 +71,21 @@ def test_every_solver_keeps_the_limit(solver: str) -> None:
 
 
 def test_cpsat_proves_the_optimum_with_and_without_the_limit() -> None:
-    plan = ho.solve(build(LIMITED), "cpsat", **FAST)
+    # (without quotas: with them, cpsat searches within them first, see below)
+    plan = ho.solve(build(without_quotas(LIMITED)), "cpsat", **FAST)
     assert (plan.objective, plan.status) == (128.0, "optimal")
-    free = ho.solve(build(without_limits(LIMITED)), "cpsat", **FAST)
+    free = ho.solve(build(without_quotas(without_limits(LIMITED))), "cpsat", **FAST)
     assert (free.objective, free.status) == (176.0, "optimal")
+
+
+def test_with_quotas_cpsat_searches_within_them_and_keeps_a_valid_bound() -> None:
+    # Within the quotas (red 8, blue 8), the search proves 128 with its exact model; that
+    # proof held the lowered limits, so the bound is the LP's, which leaves teams out: 176.
+    inst = build(LIMITED)
+    plan = ho.solve(inst, "cpsat", **FAST)
+    assert ho.check(inst, plan) == []
+    assert (plan.objective, plan.status, plan.bound_source) == (128.0, "feasible", "lp")
+    assert plan.bound == pytest.approx(176.0)
 
 
 def test_bounds_that_drop_the_limits_stay_above_its_optimum() -> None:
@@ -146,10 +157,11 @@ def test_team_figures_by_hand() -> None:
 
 
 def test_borrowed_and_lent_by_hand() -> None:
-    # Blue has no work: red (no limit now) holds 16 while its quota is 8, for 2 h, on blue's
-    # idle quota: red borrows 8 x 2 = 16 GPU-h, blue lends 16 of its 32.
+    # Blue has no work; red's two jobs (no limit now) are due at slot 2, so both run at 0-2:
+    # red holds 16 while its quota is 8, for 2 h, on blue's idle quota: red borrows 8 x 2 = 16
+    # GPU-h, blue lends 16 of its 32.
     data = without_limits(LIMITED)
-    data["jobs"] = data["jobs"][:2]
+    data["jobs"] = [{**job, "deadline": 2} for job in data["jobs"][:2]]
     inst = build(data)
     plan = ho.solve(inst, "cpsat", **FAST)
     red, blue = ho.evaluate(inst, plan).teams.values()

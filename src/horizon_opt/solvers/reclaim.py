@@ -105,6 +105,22 @@ def keep_quotas(instance: Instance, placements: list[Placement], layout: Layout)
     return list(placed.values())
 
 
+def best_with_quotas(
+    instance: Instance, candidates: list[tuple[list[Placement], Layout]]
+) -> tuple[list[Placement], Layout]:
+    """The candidate worth most once its quotas are kept (`keep_quotas`), kept so: a search
+    that knows nothing of quotas may lose more to the reclaim than a plainer plan (the first
+    candidate wins ties)."""
+    best: tuple[float, list[Placement], Layout] | None = None
+    for placements, layout in candidates:
+        kept = keep_quotas(instance, placements, layout)
+        value = sum(p.earned(instance) for p in kept)
+        if best is None or value > best[0] + 1e-9:
+            best = (value, kept, layout)
+    assert best is not None
+    return best[1], best[2]
+
+
 def _waiting(instance: Instance, placed: dict[int, Placement], j: int, t: int) -> bool:
     job = instance.jobs[j]
     if job.placed is not None or job.team is None or job.release > t:
@@ -194,8 +210,8 @@ def _place(
     t: int,
 ) -> None:
     """Place `jobs` (most valuable first, predecessors before) at their earliest fit from slot
-    t that ends in time; a job keeps an earlier placement it has, and one without a fit stays
-    out."""
+    t that ends in time; a job placed already moves only to start earlier and end no later, and
+    one without a fit stays out."""
     wanted = set(jobs)
     rank = {j: -instance.jobs[j].value for j in jobs}
     for j in topological_order(instance, key=lambda k: rank.get(k, 0.0)):
@@ -210,8 +226,12 @@ def _place(
         ready = window.after([t, *(placed[q].end(instance) for q in job.after)])
         grid = grid_beside(instance, layout, list(placed.values()))
         fit = earliest_start(grid, job, ready, window.latest_end)
-        if fit is not None and (old is None or fit.start < old.start):
-            placed[j] = Placement(j, fit.pool, fit.start, fit.nodes)
+        new = None if fit is None else Placement(j, fit.pool, fit.start, fit.nodes)
+        # (an earlier start that ends later, on a slower pool, could end after a successor starts)
+        if new is not None and (
+            old is None or (new.start < old.start and new.end(instance) <= old.end(instance))
+        ):
+            placed[j] = new
         elif old is not None:
             placed[j] = old
         if j in placed:

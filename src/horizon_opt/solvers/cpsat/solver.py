@@ -1,4 +1,5 @@
 """The cpsat solver, as a pipeline: start, relax, (solve exactly), guide, improve, prove, assemble.
+(With teams' quotas, the pipeline runs within them and borrowing comes after: `quotas.py`.)
 
 1. Start: the best of the fifo plan, the greedy plan and a user hint (`starts.py`), so the
    result is never worse than any of them.
@@ -33,13 +34,21 @@ from horizon_opt.solvers.compact import fill_gaps, left_shift
 from horizon_opt.solvers.cpsat.guide import lp_guide
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.cpsat.lns import Lns
+from horizon_opt.solvers.cpsat.quotas import quota_first
 from horizon_opt.solvers.cpsat.search import Search
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.options import SolveOptions
+from horizon_opt.solvers.reclaim import quotas_bind
 
 
 def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
     options = options or SolveOptions()
+    if quotas_bind(instance):
+        return quota_first(instance, options, _search_plan)  # (quotas.py)
+    return _search_plan(instance, options)
+
+
+def _search_plan(instance: Instance, options: SolveOptions) -> Plan:
     with _search_log(options) as log:
         search = Search(instance, options, log)
         with search.runner.installed():

@@ -1,0 +1,90 @@
+"""cpsat with teams' quotas: search within the quotas, then borrow what is idle.
+
+The search knows nothing of FORMAT.md's rule 9 (no job waits within its team's quota while
+others' borrowing holds its GPUs), and the reclaim that keeps the rule (`reclaim.py`) can tear a
+plan built on borrowing apart. So with quotas cpsat searches the instance with each team's limit
+lowered to its quota (0 on a pool where it has none): no team borrows, so no job is ever kept
+out. Then each idle window is filled with borrowing work (`compact.fill_gaps`, under the real
+limits), and the reclaim keeps whatever that filling broke. Greedy's plan, reclaimed the same
+way, is the fallback when it is worth more.
+
+The bound: the LP, MIP and pool-level bounds leave teams out, so they hold for the instance as
+written; the exact node model's (`node-cpsat`) held the lowered limits, so it is replaced by
+the LP's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from horizon_opt.inference import elastic_layout, plan_layout
+from horizon_opt.instance import Instance
+from horizon_opt.plan import Plan, Status
+from horizon_opt.relaxation import proven_bound
+from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.compact import fill_gaps
+from horizon_opt.solvers.diagnosis import unscheduled_causes
+from horizon_opt.solvers.greedy import greedy_placements
+from horizon_opt.solvers.options import SolveOptions
+from horizon_opt.solvers.reclaim import best_with_quotas
+
+RELAXED_BOUND_SHARE = 0.1  # of the time limit, for the LP's bound when the exact model's fails
+
+
+def within_quotas(instance: Instance) -> Instance:
+    """The instance with each team's limit on every pool lowered to its quota there (a limit
+    is never below the quota)."""
+    teams = tuple(
+        replace(team, limit={p.index: team.quota.get(p.index, 0) for p in instance.pools})
+        for team in instance.teams
+    )
+    return replace(instance, teams=teams)
+
+
+def quota_first(
+    instance: Instance, options: SolveOptions, search: Callable[[Instance, SolveOptions], Plan]
+) -> Plan:
+    """The plan of `search` within the quotas, filled with borrowing and reclaimed (see the
+    module); greedy's when that is worth more."""
+    started = time.perf_counter()
+    plan = search(within_quotas(instance), options)
+    layout = plan_layout(instance, plan)
+    if layout is None:
+        raise RuntimeError("internal error: cpsat's plan has no valid inference layout")
+    placements = [
+        Placement(
+            instance.job_index[a.job],
+            instance.pool_index[a.pool],
+            a.start,
+            tuple(sorted(instance.node_index[n] for n in a.gpus)),
+        )
+        for a in plan.assignments
+    ]
+    elastic = elastic_layout(instance)
+    candidates = [
+        (fill_gaps(instance, placements, layout), layout),
+        (greedy_placements(instance, elastic), elastic),
+    ]
+    chosen, layout = best_with_quotas(instance, candidates)
+    bound, source = plan.bound, plan.bound_source
+    if bound is not None and source == "node-cpsat":
+        seconds = max(1.0, RELAXED_BOUND_SHARE * options.time_limit)
+        bound, source = proven_bound(instance, seconds).value, "lp"
+    pwo = sum(p.earned(instance) for p in chosen)
+    optimal = bound is not None and pwo >= bound - 1e-6 * max(1.0, bound)
+    status: Status = "optimal" if optimal else "feasible"
+    why = "the search did not place it there in its time"
+    return build_plan(
+        instance,
+        "cpsat",
+        chosen,
+        layout,
+        unscheduled_causes(instance, chosen, layout, why),
+        started=started,
+        status=status,
+        bound=pwo if optimal else bound,
+        bound_source=source,
+        build_seconds=plan.build_seconds,
+    )
