@@ -1,4 +1,4 @@
-"""Teams benchmark: what the teams' limits cost, and how fair each plan is.
+"""Teams benchmark: what teams (their limits and quotas) cost, and how fair each plan is.
 
 Every instance of the team families (`enterprise-teams`, `trace-teams`) is the base family's
 instance with teams added, so each solver plans it twice: with the teams, and with `teams` and
