@@ -5,8 +5,9 @@ others' borrowing holds its GPUs), and the reclaim that keeps the rule (`reclaim
 plan built on borrowing apart. So with quotas cpsat searches the instance with each team's limit
 lowered to its quota (0 on a pool where it has none): no team borrows, so no job is ever kept
 out. Then each idle window is filled with borrowing work (`compact.fill_gaps`, under the real
-limits), and the reclaim keeps whatever that filling broke. Greedy's plan, reclaimed the same
-way, is the fallback when it is worth more.
+limits), and the reclaim keeps whatever that filling broke. Greedy's and fifo's plans,
+reclaimed the same way, are the fallbacks when worth more (so cpsat is never below either, as
+without quotas).
 
 The bound: the LP, MIP and pool-level bounds leave teams out, so they hold for the instance as
 written; the exact node model's (`node-cpsat`) held the lowered limits, so it is replaced by
@@ -19,13 +20,14 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from horizon_opt.inference import elastic_layout, plan_layout
+from horizon_opt.inference import elastic_layout, plan_layout, static_peak_layout
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan, Status
 from horizon_opt.relaxation import proven_bound
 from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.compact import fill_gaps
 from horizon_opt.solvers.diagnosis import unscheduled_causes
+from horizon_opt.solvers.fifo import fifo_placements
 from horizon_opt.solvers.greedy import greedy_placements
 from horizon_opt.solvers.options import SolveOptions
 from horizon_opt.solvers.reclaim import best_with_quotas
@@ -62,10 +64,11 @@ def quota_first(
         )
         for a in plan.assignments
     ]
-    elastic = elastic_layout(instance)
+    elastic, static = elastic_layout(instance), static_peak_layout(instance)
     candidates = [
         (fill_gaps(instance, placements, layout), layout),
         (greedy_placements(instance, elastic), elastic),
+        (fifo_placements(instance, static), static),
     ]
     chosen, layout = best_with_quotas(instance, candidates)
     bound, source = plan.bound, plan.bound_source
