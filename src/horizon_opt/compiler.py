@@ -269,14 +269,7 @@ class _Compiler:
                     self.error(f"{path}.deadline", f"before release ({deadline} < {release})")
                 elif deadline is not None and deadline > self.S and not self.in_calendar(deadline):
                     self.error(f"{path}.deadline", f"slot {deadline} is after the year 9999")
-            after: list[int] = []
-            for k, dep in enumerate(j.after):
-                if dep not in ids:
-                    self.error(f"{path}.after[{k}]", f"unknown job id {dep!r}")
-                elif dep == j.id:
-                    self.error(f"{path}.after[{k}]", "a job cannot run after itself")
-                else:
-                    after.append(ids[dep])
+            after = self.job_after(i, ids)
             team = team_index(j.team, self.teams, f"{path}.team", self.error)
             if not placeable or release is None:
                 continue
@@ -525,6 +518,19 @@ class _Compiler:
                         f"service {s.name!r} needs more replicas than pool {pool.name!r} can "
                         f"hold {beside}, at slots {_ranges(short[s.index])}",
                     )
+
+    def job_after(self, i: int, ids: dict[str, int]) -> list[int]:
+        """The indices of the jobs that job i runs after (an unknown id, or itself, is an
+        error)."""
+        j, after = self.spec.jobs[i], []
+        for k, dep in enumerate(j.after):
+            if dep not in ids:
+                self.error(f"jobs[{i}].after[{k}]", f"unknown job id {dep!r}")
+            elif dep == j.id:
+                self.error(f"jobs[{i}].after[{k}]", "a job cannot run after itself")
+            else:
+                after.append(ids[dep])
+        return after
 
     def build(self) -> Instance:
         self.sizes()

@@ -162,28 +162,8 @@ class Diagnosis:
         end_in_time, until = _until(window)
         if not self.alone.can_start(job, 0, S):
             return Cause(Code.NO_FITTING_POOL, self._no_pool(job))
-        est = window.ready
-        if not self.alone.can_start(job, est, latest):
-            first = self.alone.earliest_end(job, est, S)
-            since = (
-                f"released at slot {est}"
-                if est == window.earliest
-                else f"after its predecessors' shortest runs (slot {est})"
-            )
-            shortest = min(job.durations.values())
-            when = (
-                f"{since}, it needs {shortest} slot{'s' if shortest > 1 else ''} on its fastest "
-                f"pool, and no window ends by slot {S}"
-                if first is None
-                else f"its earliest end is slot {first.start + job.durations[first.pool]} "
-                f"(from {self._where(first)})"
-            )
-            return Cause(
-                Code.DEADLINE_IMPOSSIBLE,
-                f"cannot {end_in_time} even alone on the cluster, beside inference and "
-                f"outages: {when}",
-                first,
-            )
+        if not self.alone.can_start(job, window.ready, latest):
+            return self._deadline_impossible(j)
         missing = [q for q in job.after if q not in self.placed]
         if missing:
             verb = "is" if len(missing) == 1 else "are"
@@ -211,18 +191,9 @@ class Diagnosis:
                 fit,
             )
         room = earliest_start(full, job, ready, latest)
-        if room is None and job.team is not None and self.instance.limited:
-            others = [p for p in self.placed.values() if p.job != j]
-            loose = earliest_start(self.grid(others, limits=False), job, ready, latest)
-            if loose is not None:
-                team = self.instance.teams[job.team]
-                cap = team.limit.get(loose.pool)
-                return Cause(
-                    Code.TEAM_LIMIT,
-                    f"its nodes have room from {self._where(loose)}, but team {team.name}'s jobs "
-                    f"hold its limit of {cap} GPUs there",
-                    loose,
-                )
+        limited = None if room is not None else self._team_limit(j, ready, latest)
+        if limited is not None:
+            return limited
         if room is not None:
             return Cause(
                 Code.ROOM_UNUSED,
@@ -250,6 +221,49 @@ class Diagnosis:
             f"{self._named(holders)}",
             beside_inference,
             holders,
+        )
+
+    def _deadline_impossible(self, j: int) -> Cause:
+        """`deadline-impossible`: even alone, from its release and its predecessors' shortest
+        runs, no window ends in time."""
+        job, window = self.instance.jobs[j], self.instance.windows[j]
+        est, S = window.ready, window.horizon
+        first = self.alone.earliest_end(job, est, S)
+        since = (
+            f"released at slot {est}"
+            if est == window.earliest
+            else f"after its predecessors' shortest runs (slot {est})"
+        )
+        shortest = min(job.durations.values())
+        when = (
+            f"{since}, it needs {shortest} slot{'s' if shortest > 1 else ''} on its fastest "
+            f"pool, and no window ends by slot {S}"
+            if first is None
+            else f"its earliest end is slot {first.start + job.durations[first.pool]} "
+            f"(from {self._where(first)})"
+        )
+        return Cause(
+            Code.DEADLINE_IMPOSSIBLE,
+            f"cannot {_until(window)[0]} even alone on the cluster, beside inference and "
+            f"outages: {when}",
+            first,
+        )
+
+    def _team_limit(self, j: int, ready: int, latest: int) -> Cause | None:
+        """`team-limit`: the nodes have room in time, but not within the job's team's limit."""
+        job = self.instance.jobs[j]
+        if job.team is None or not self.instance.limited:
+            return None
+        others = [p for p in self.placed.values() if p.job != j]
+        loose = earliest_start(self.grid(others, limits=False), job, ready, latest)
+        if loose is None:
+            return None
+        team = self.instance.teams[job.team]
+        return Cause(
+            Code.TEAM_LIMIT,
+            f"its nodes have room from {self._where(loose)}, but team {team.name}'s jobs hold "
+            f"its limit of {team.limit.get(loose.pool)} GPUs there",
+            loose,
         )
 
     def _borrowed_view(self, j: int, team: int) -> tuple[IntArray, set[int], CapacityGrid | None]:
