@@ -238,11 +238,9 @@ def _place(
             usage.add(placed[j], 1)
 
 
-def quotas_kept(instance: Instance, plan: Plan) -> Plan:
-    """A solver's plan with no job kept out of its team's quota (`keep_quotas`); the plan as it
-    is when nothing had to move. A bound stays (it leaves quotas out); `optimal` stays only
-    where the pwo still meets it."""
-    started = time.perf_counter() - (plan.wall_seconds or 0.0)
+def solver_placements(instance: Instance, plan: Plan) -> tuple[list[Placement], Layout]:
+    """A solver's plan as placements and the layout of its inference (which a solver's plan
+    always has)."""
     layout = plan_layout(instance, plan)
     if layout is None:
         raise RuntimeError("internal error: a solver's plan has no valid inference layout")
@@ -255,6 +253,15 @@ def quotas_kept(instance: Instance, plan: Plan) -> Plan:
         )
         for a in plan.assignments
     ]
+    return placements, layout
+
+
+def quotas_kept(instance: Instance, plan: Plan) -> Plan:
+    """A solver's plan with no job kept out of its team's quota (`keep_quotas`); the plan as it
+    is when nothing had to move. A bound stays (it leaves quotas out); `optimal` stays only
+    where the pwo still meets it."""
+    started = time.perf_counter() - (plan.wall_seconds or 0.0)
+    placements, layout = solver_placements(instance, plan)
     kept = keep_quotas(instance, placements, layout)
     if sorted(kept, key=lambda p: p.job) == sorted(placements, key=lambda p: p.job):
         return plan

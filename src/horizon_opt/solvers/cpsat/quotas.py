@@ -20,17 +20,17 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from horizon_opt.inference import elastic_layout, plan_layout, static_peak_layout
+from horizon_opt.inference import elastic_layout, static_peak_layout
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan, Status
 from horizon_opt.relaxation import proven_bound
-from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.assemble import build_plan
 from horizon_opt.solvers.compact import fill_gaps
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.fifo import fifo_placements
 from horizon_opt.solvers.greedy import greedy_placements
 from horizon_opt.solvers.options import SolveOptions
-from horizon_opt.solvers.reclaim import best_with_quotas
+from horizon_opt.solvers.reclaim import best_with_quotas, solver_placements
 
 RELAXED_BOUND_SHARE = 0.1  # of the time limit, for the LP's bound when the exact model's fails
 
@@ -52,18 +52,7 @@ def quota_first(
     module); greedy's when that is worth more."""
     started = time.perf_counter()
     plan = search(within_quotas(instance), options)
-    layout = plan_layout(instance, plan)
-    if layout is None:
-        raise RuntimeError("internal error: cpsat's plan has no valid inference layout")
-    placements = [
-        Placement(
-            instance.job_index[a.job],
-            instance.pool_index[a.pool],
-            a.start,
-            tuple(sorted(instance.node_index[n] for n in a.gpus)),
-        )
-        for a in plan.assignments
-    ]
+    placements, layout = solver_placements(instance, plan)
     elastic, static = elastic_layout(instance), static_peak_layout(instance)
     candidates = [
         (fill_gaps(instance, placements, layout), layout),
