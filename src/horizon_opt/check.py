@@ -448,8 +448,9 @@ def kept_out(
 def _pool_use(
     inst: Instance, plan: Plan, runs: dict[int, tuple[int, int, int]]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """GPUs per team, pool and slot (all its jobs', and its jobs' that are not placed), and the
-    GPUs free per pool and slot: its up nodes' less the plan's replicas and jobs."""
+    """GPUs per team, pool and slot (all its jobs', and those of its jobs that can move: neither
+    placed nor run after by a placed job), and the GPUs free per pool and slot: its up nodes'
+    less the plan's replicas and jobs."""
     T, P, S = len(inst.teams), len(inst.pools), inst.slots
     used = np.zeros((T, P, S), dtype=np.int64)
     movable = np.zeros((T, P, S), dtype=np.int64)
@@ -463,12 +464,19 @@ def _pool_use(
             free[inst.node_pool[n], b.start : b.end] -= (
                 b.replicas * services[b.service].gpus_per_replica
             )
+    pinned: set[int] = set()  # jobs a placed job runs after, directly or not: they stay
+    stack = [q for job in inst.jobs if job.placed is not None for q in job.after]
+    while stack:
+        q = stack.pop()
+        if q not in pinned:
+            pinned.add(q)
+            stack.extend(inst.jobs[q].after)
     for j, (pool, start, end) in runs.items():
         job = inst.jobs[j]
         free[pool, start:end] -= job.gpus
         if job.team is not None:
             used[job.team, pool, start:end] += job.gpus
-            if job.placed is None:
+            if job.placed is None and j not in pinned:
                 movable[job.team, pool, start:end] += job.gpus
     return used, movable, free
 

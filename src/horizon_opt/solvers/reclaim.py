@@ -42,11 +42,14 @@ def quotas_bind(instance: Instance) -> bool:
 
 
 class _Usage:
-    """GPUs per team (all, and movable: of jobs not placed in the instance) and per pool,
-    kept in step with the plan's placements."""
+    """GPUs per team (all, and movable: of jobs neither placed in the instance nor `pinned`)
+    and per pool, kept in step with the plan's placements."""
 
-    def __init__(self, instance: Instance, layout: Layout, placed: dict[int, Placement]) -> None:
+    def __init__(
+        self, instance: Instance, layout: Layout, placed: dict[int, Placement], pinned: set[int]
+    ) -> None:
         self.inst = instance
+        self.pinned = pinned
         T, P, S = len(instance.teams), len(instance.pools), instance.slots
         self.team = np.zeros((T, P, S), dtype=np.int64)
         self.movable = np.zeros((T, P, S), dtype=np.int64)
@@ -68,7 +71,7 @@ class _Usage:
         self.pool[pl.pool, run] += sign * job.gpus
         if job.team is not None:
             self.team[job.team, pl.pool, run] += sign * job.gpus
-            if job.placed is None:
+            if job.placed is None and pl.job not in self.pinned:
                 self.movable[job.team, pl.pool, run] += sign * job.gpus
 
     def free(self, p: int, t: int) -> int:
@@ -84,9 +87,9 @@ class _Usage:
 def keep_quotas(instance: Instance, placements: list[Placement], layout: Layout) -> list[Placement]:
     """The placements with no job kept out of its team's quota (see the module)."""
     placed = {p.job: p for p in placements}
-    usage = _Usage(instance, layout, placed)
-    order = sorted(range(len(instance.jobs)), key=lambda j: -instance.jobs[j].value)
     pinned = _pinned(instance)
+    usage = _Usage(instance, layout, placed, pinned)
+    order = sorted(range(len(instance.jobs)), key=lambda j: -instance.jobs[j].value)
     budget = MOVES_PER_JOB * len(instance.jobs)  # rounds that place jobs again
     t = instance.now
     while t < instance.slots:
@@ -96,6 +99,8 @@ def keep_quotas(instance: Instance, placements: list[Placement], layout: Layout)
             continue
         j, p = kept
         left = _make_room(instance, placed, usage, pinned, (j, p, t))
+        if not left:  # (a job is kept out only while movable borrowing holds its GPUs)
+            raise RuntimeError(f"internal error: nothing to reclaim for {instance.jobs[j].id}")
         budget -= 1
         if budget >= 0:
             _place(instance, layout, placed, usage, [j], t)
@@ -188,7 +193,7 @@ def _make_room(
             and usage.team[team, p, t] > usage.quota[team, p]
         ]
         if not borrowing:
-            break  # (cannot happen: the job is kept out only while some borrowing is movable)
+            break
         victim = min(borrowing, key=lambda pl: (instance.jobs[pl.job].value, -pl.start))
         stack = [victim.job]
         while stack:
