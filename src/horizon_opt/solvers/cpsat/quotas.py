@@ -49,7 +49,7 @@ def quota_first(
     instance: Instance, options: SolveOptions, search: Callable[[Instance, SolveOptions], Plan]
 ) -> Plan:
     """The plan of `search` within the quotas, filled with borrowing and reclaimed (see the
-    module); greedy's when that is worth more."""
+    module); greedy's or fifo's when worth more."""
     started = time.perf_counter()
     plan = search(within_quotas(instance), options)
     placements, layout = solver_placements(instance, plan)
