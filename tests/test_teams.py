@@ -385,3 +385,14 @@ def test_fair_share_factors_by_hand() -> None:
     r1 = Placement(0, 0, 0, (0,))
     assert fair_share(inst, {0: r1}, 0) == {0: 1.0, 1: 1.0}  # nothing has run yet
     assert fair_share(inst, {0: r1}, 2) == {0: 0.25, 1: 1.0}
+
+
+def test_solve_prints_each_team(tmp_path: Path) -> None:
+    path = tmp_path / "limited.yaml"
+    path.write_text(yaml.safe_dump(LIMITED))
+    args = ["solve", str(path), "--solver", "greedy", "-o", str(tmp_path / "plan.json")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    # red: two runs of 8 GPUs x 2 h = 32 of its 8 x 4 h = 32 quota GPU-h, pwo 96
+    line = "  team " + "red".ljust(27) + "32 of 32 quota GPU-h (0 borrowed), pwo 96.00"
+    assert line in result.output.splitlines()

@@ -65,8 +65,13 @@ def _summary(plan: Plan) -> str:
         + (f" ({m.late} more scheduled late)" if m.late else ""),
         f"  mean wait                       {m.mean_wait_hours:.2f} h",
         f"  reserved idle GPU-hours         {m.reserved_idle_gpu_hours:,.1f}",
-        f"  wall time                       {plan.wall_seconds:.2f} s",
     ]
+    lines += [
+        f"  team {name:<27s}{f.gpu_hours:,.0f} of {f.quota_gpu_hours:,.0f} quota GPU-h "
+        f"({f.borrowed_gpu_hours:,.0f} borrowed), pwo {f.pwo:,.2f}"
+        for name, f in m.teams.items()
+    ]
+    lines.append(f"  wall time                       {plan.wall_seconds:.2f} s")
     return "\n".join(lines)
 
 
