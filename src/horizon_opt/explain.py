@@ -21,7 +21,7 @@ from horizon_opt.errors import InputError
 from horizon_opt.inference import elastic_layout, plan_layout
 from horizon_opt.instance import Instance, IntArray, topological_order
 from horizon_opt.plan import Plan
-from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.assemble import plan_placements
 from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.diagnosis import Diagnosis
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
@@ -105,17 +105,7 @@ class _Explainer:
         layout = plan_layout(self.inst, plan)
         if layout is None:  # the checker accepted the plan, so its inference fits
             raise RuntimeError("internal error: the plan's inference layout does not fit")
-        index, pools = self.inst.job_index, self.inst.pool_index
-        self.placements = [
-            Placement(
-                index[a.job],
-                pools[a.pool],
-                a.start,
-                tuple(sorted(self.inst.node_index[n] for n in a.gpus)),
-            )
-            for a in plan.assignments
-            if a.job in index
-        ]
+        self.placements = plan_placements(self.inst, plan)
         self.assigned = {a.job: a for a in plan.assignments}
         self.diagnosis = Diagnosis(self.inst, self.placements, layout)
         late = [

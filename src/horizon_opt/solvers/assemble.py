@@ -136,6 +136,16 @@ def _iso(instance: Instance, slot: int) -> str | None:
     return None if when is None else when.isoformat().replace("+00:00", "Z")
 
 
+def plan_placements(instance: Instance, plan: Plan) -> list[Placement]:
+    """A plan's assignments of the instance's jobs as placements (nodes in ascending order)."""
+    index, pools, nodes = instance.job_index, instance.pool_index, instance.node_index
+    return [
+        Placement(index[a.job], pools[a.pool], a.start, tuple(sorted(nodes[n] for n in a.gpus)))
+        for a in plan.assignments
+        if a.job in index
+    ]
+
+
 def assignments_of(
     instance: Instance,
     placements: Sequence[Placement],

@@ -28,10 +28,11 @@ import numpy as np
 from horizon_opt.inference import Layout, plan_layout
 from horizon_opt.instance import Instance, topological_order
 from horizon_opt.plan import Plan, Status
-from horizon_opt.solvers.assemble import Placement, build_plan, stamp
+from horizon_opt.solvers.assemble import Placement, build_plan, plan_placements, stamp
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.grid import earliest_start
 from horizon_opt.solvers.listsched import grid_beside
+from horizon_opt.solvers.residual import started_gpus
 
 MOVES_PER_JOB = 4  # rounds per job that place jobs again; then borrowing jobs only leave
 
@@ -249,16 +250,7 @@ def solver_placements(instance: Instance, plan: Plan) -> tuple[list[Placement], 
     layout = plan_layout(instance, plan)
     if layout is None:
         raise RuntimeError("internal error: a solver's plan has no valid inference layout")
-    placements = [
-        Placement(
-            instance.job_index[a.job],
-            instance.pool_index[a.pool],
-            a.start,
-            tuple(sorted(instance.node_index[n] for n in a.gpus)),
-        )
-        for a in plan.assignments
-    ]
-    return placements, layout
+    return plan_placements(instance, plan), layout
 
 
 def quotas_kept(instance: Instance, plan: Plan) -> Plan:
@@ -270,12 +262,8 @@ def quotas_kept(instance: Instance, plan: Plan) -> Plan:
     kept = keep_quotas(instance, placements, layout)
     if sorted(kept, key=lambda p: p.job) == sorted(placements, key=lambda p: p.job):
         return plan
-    fixed = {
-        j.index: j.placed.gpus
-        for j in instance.jobs
-        if j.placed is not None and j.placed.start < instance.now
-    }
     reasons = unscheduled_causes(instance, kept, layout)
+    fixed = started_gpus(instance)
     draft = build_plan(instance, plan.solver, kept, layout, reasons, started=started, fixed=fixed)
     pwo = draft.objective
     status: Status = plan.status

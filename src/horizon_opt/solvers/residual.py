@@ -11,12 +11,12 @@ instance.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
-from horizon_opt.solvers.assemble import Placement, assignments_of, stamp
+from horizon_opt.solvers.assemble import Placement, assignments_of, plan_placements, stamp
 from horizon_opt.solvers.options import Progress, SolveOptions
 
 
@@ -52,6 +52,15 @@ def placed_value(instance: Instance) -> float:
     )
 
 
+def started_gpus(instance: Instance) -> dict[int, Mapping[int, tuple[int, ...]]]:
+    """The GPU indices that placed jobs which have started hold (a plan keeps them)."""
+    return {
+        j.index: j.placed.gpus
+        for j in instance.jobs
+        if j.placed is not None and j.placed.start < instance.now
+    }
+
+
 def put_back_placed(instance: Instance, plan: Plan, started: float) -> Plan:
     """The residual instance's plan with the placed jobs put back: they keep pool, start and
     nodes, and the GPU indices of those that have started; the others' indices are handed out
@@ -61,20 +70,11 @@ def put_back_placed(instance: Instance, plan: Plan, started: float) -> Plan:
         for j in instance.jobs
         if j.placed is not None
     ]
-    fixed = {
-        j.index: j.placed.gpus
-        for j in instance.jobs
-        if j.placed is not None and j.placed.start < instance.now
-    }
-    for a in plan.assignments:
-        nodes = tuple(sorted(instance.node_index[n] for n in a.gpus))
-        placements.append(
-            Placement(instance.job_index[a.job], instance.pool_index[a.pool], a.start, nodes)
-        )
+    placements += plan_placements(instance, plan)
     draft = plan.model_copy(
         update={
             "instance": instance.name,
-            "assignments": assignments_of(instance, placements, fixed),
+            "assignments": assignments_of(instance, placements, started_gpus(instance)),
         }
     )
     bound = None if plan.bound is None else plan.bound + placed_value(instance)
