@@ -10,7 +10,7 @@ import numpy as np
 from horizon_opt.check import kept_out
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan, TeamFigures
-from horizon_opt.teams import team_usage
+from horizon_opt.teams import quota_profile, team_usage
 
 
 def _on_time(instance: Instance, job_index: int, end: int) -> bool:
@@ -33,10 +33,7 @@ def team_figures(instance: Instance, plan: Plan) -> dict[str, TeamFigures]:
         if _on_time(instance, job.index, a.end):
             pwo[job.team] += job.value
             waits[job.team].append((a.start - job.wait_release) * h)
-    quota = np.zeros((T, P, 1), dtype=np.int64)
-    for team in instance.teams:
-        for p, q in team.quota.items():
-            quota[team.index, p, 0] = q
+    quota = quota_profile(instance.teams, P)[:, :, None]
     kept = kept_out(instance, plan).sum(axis=(1, 2))  # (rule 9's own count)
     used = team_usage(T, P, S, runs)[:, :, now:]  # [T, P, slots from now]
     above = np.maximum(used - quota, 0)

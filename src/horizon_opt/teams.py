@@ -100,6 +100,15 @@ def team_usage(
     return out
 
 
+def quota_profile(teams: Sequence[Team], pools: int) -> IntArray:
+    """[teams, pools] each team's quota per pool (0 where it has none)."""
+    out = np.zeros((len(teams), pools), dtype=np.int64)
+    for team in teams:
+        for p, q in team.quota.items():
+            out[team.index, p] = q
+    return out
+
+
 def limit_profile(teams: Sequence[Team], pools: int, slots: int, no_limit: int) -> IntArray:
     """[teams, pools, slots] each team's limit per pool and slot; `no_limit` where it has none."""
     out = np.full((len(teams), pools, slots), no_limit, dtype=np.int64)

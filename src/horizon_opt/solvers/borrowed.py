@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from horizon_opt.instance import Instance, IntArray
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.grid import Fit
-from horizon_opt.teams import team_usage
+from horizon_opt.teams import quota_profile, team_usage
 
 
 def team_used(instance: Instance, placements: Sequence[Placement]) -> IntArray:
@@ -29,21 +27,12 @@ def team_used(instance: Instance, placements: Sequence[Placement]) -> IntArray:
     return team_usage(len(instance.teams), len(instance.pools), instance.slots, runs)
 
 
-def quota_array(instance: Instance) -> IntArray:
-    """[teams, P, 1] each team's quota per pool (0 where it has none)."""
-    out = np.zeros((len(instance.teams), len(instance.pools), 1), dtype=np.int64)
-    for team in instance.teams:
-        for p, q in team.quota.items():
-            out[team.index, p, 0] = q
-    return out
-
-
 def borrowed_work(
     instance: Instance, placed: Mapping[int, Placement], team: int, used: IntArray
 ) -> list[int]:
     """The planned jobs of teams other than `team` that only borrowed GPUs run: least valuable
     first, each taken while its team stays at or above its quota over its run."""
-    quota = quota_array(instance)
+    quota = quota_profile(instance.teams, len(instance.pools))
     left = used.copy()
     out: list[int] = []
     for p in sorted(placed.values(), key=lambda p: (instance.jobs[p.job].value, -p.start)):
@@ -52,7 +41,7 @@ def borrowed_work(
             continue
         end = p.end(instance)
         run = left[job.team, p.pool, p.start : end]
-        if len(run) and (run - job.gpus >= quota[job.team, p.pool, 0]).all():
+        if len(run) and (run - job.gpus >= quota[job.team, p.pool]).all():
             run -= job.gpus
             out.append(p.job)
     return out

@@ -33,6 +33,7 @@ from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.grid import earliest_start
 from horizon_opt.solvers.listsched import grid_beside
 from horizon_opt.solvers.residual import started_gpus
+from horizon_opt.teams import quota_profile
 
 MOVES_PER_JOB = 4  # rounds per job that place jobs again; then borrowing jobs only leave
 
@@ -59,10 +60,7 @@ class _Usage:
         for pool in instance.pools:
             nodes = slice(pool.first_node, pool.first_node + pool.nodes)
             self.cap[pool.index] = layout.free[nodes].sum(axis=0)
-        self.quota = np.zeros((T, P), dtype=np.int64)
-        for team in instance.teams:
-            for p, q in team.quota.items():
-                self.quota[team.index, p] = q
+        self.quota = quota_profile(instance.teams, P)
         for pl in placed.values():
             self.add(pl, 1)
 

@@ -30,7 +30,7 @@ from ortools.sat.python import cp_model
 from horizon_opt.inference import Layout
 from horizon_opt.instance import Instance, IntArray, Promise
 from horizon_opt.solvers.assemble import Placement
-from horizon_opt.teams import team_usage
+from horizon_opt.solvers.borrowed import team_used
 
 
 @dataclass
@@ -56,12 +56,7 @@ def room_beside(instance: Instance, fixed: Sequence[Placement]) -> IntArray | No
     team has a limit."""
     if not instance.limited:
         return None
-    runs = (
-        (instance.jobs[p.job].team, p.pool, p.start, p.end(instance), instance.jobs[p.job].gpus)
-        for p in fixed
-    )
-    used = team_usage(len(instance.teams), len(instance.pools), instance.slots, runs)
-    room: IntArray = instance.team_room - used
+    room: IntArray = instance.team_room - team_used(instance, fixed)
     return room
 
 
