@@ -30,7 +30,7 @@ from horizon_opt.instance import Instance, topological_order
 from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers.assemble import Placement, build_plan, plan_placements, stamp
 from horizon_opt.solvers.diagnosis import unscheduled_causes
-from horizon_opt.solvers.grid import earliest_start
+from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
 from horizon_opt.solvers.listsched import grid_beside
 from horizon_opt.solvers.residual import started_gpus
 from horizon_opt.teams import quota_profile
@@ -218,6 +218,7 @@ def _place(
     one without a fit stays out."""
     wanted = set(jobs)
     rank = {j: -instance.jobs[j].value for j in jobs}
+    grid = grid_beside(instance, layout, list(placed.values()))  # kept in step below
     for j in topological_order(instance, key=lambda k: rank.get(k, 0.0)):
         if j not in wanted:
             continue
@@ -227,8 +228,8 @@ def _place(
         old = placed.pop(j, None)
         if old is not None:
             usage.add(old, -1)
+            _grid_take(grid, instance, old, release=True)
         ready = window.after([t, *(placed[q].end(instance) for q in job.after)])
-        grid = grid_beside(instance, layout, list(placed.values()))
         fit = earliest_start(grid, job, ready, window.latest_end)
         new = None if fit is None else Placement(j, fit.pool, fit.start, fit.nodes)
         # (an earlier start that ends later, on a slower pool, could end after a successor starts)
@@ -240,6 +241,17 @@ def _place(
             placed[j] = old
         if j in placed:
             usage.add(placed[j], 1)
+            _grid_take(grid, instance, placed[j], release=False)
+
+
+def _grid_take(grid: CapacityGrid, instance: Instance, p: Placement, release: bool) -> None:
+    """Take a placement's GPUs (and its team's room) on the grid, or give them back."""
+    job = instance.jobs[p.job]
+    fit, gang, d = Fit(p.pool, p.start, p.nodes), job.gangs[p.pool], job.durations[p.pool]
+    if release:
+        grid.release(fit, gang, d, job.team)
+    else:
+        grid.occupy(fit, gang, d, job.team)
 
 
 def solver_placements(instance: Instance, plan: Plan) -> tuple[list[Placement], Layout]:
