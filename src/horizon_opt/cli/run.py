@@ -27,7 +27,7 @@ from horizon_opt.outputs import Output, check_outputs, writing
 from horizon_opt.params import LOOP
 from horizon_opt.replan import DEFAULT_FREEZE_MINUTES
 from horizon_opt.simulate import Noise, Replay, World, policy, simulate
-from horizon_opt.simulate.audit import audit_files, ran_plan_of, write_audit
+from horizon_opt.simulate.audit import audit_files, write_audit
 from horizon_opt.simulate.engine import require_empty_cluster
 from horizon_opt.simulate.report import format_table, plot_realized, team_table, to_csv
 from horizon_opt.simulate.world_file import write_world
@@ -97,18 +97,24 @@ DEFAULT_NOISE = str(Noise())
 
 
 def _write_replays(
-    out: Path, inst: Instance, world: World, replays: list[Replay], summary: str, charts: bool
-) -> None:
-    """Every file of a replay into the --out folder."""
+    out: Path, inst: Instance, world: World, replays: list[Replay], heading: str, charts: bool
+) -> str:
+    """Every file of a replay into the --out folder; returns the summary: `heading` and the
+    tables (by team too, from the plans of what ran, when the instance has teams)."""
     with input_errors(), writing("--out", out):
+        ran = {}
+        for r in replays:
+            assert r.audit is not None  # every replay logs what ran
+            ran[r.policy] = write_audit(out, inst, r.audit, r.policy)
+        summary = f"{heading}{format_table(replays)}\n"
+        if inst.teams:
+            summary += f"\nby team, as it really ran:\n\n{team_table(ran)}\n"
         write_atomic(out / "results.csv", to_csv(replays))
         write_atomic(out / "summary.md", summary)
         write_world(out / "world.yaml", inst, world)
-        for r in replays:
-            assert r.audit is not None  # every replay logs what ran
-            write_audit(out, inst, r.audit, r.policy)
         if charts:
             save_figure(plot_realized(inst, replays), out / "realized.png")
+    return summary
 
 
 def simulate_cmd(
@@ -168,16 +174,12 @@ def simulate_cmd(
     for p in chosen:
         typer.echo(f"replaying {p.name} ...", err=True)
         replays.extend(simulate(inst, [p], world, options))
-    table = format_table(replays)
-    if inst.teams:
-        ran = {r.policy: ran_plan_of(inst, r.audit, r.policy) for r in replays if r.audit}
-        table += "\n\nby team, as it really ran:\n\n" + team_table(ran)
     held = f", promises held at {keep_promises:g}" if keep_promises else ""
-    summary = (
+    heading = (
         f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "
-        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan{held}\n\n{table}\n"
+        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan{held}\n\n"
     )
-    _write_replays(out, inst, world, replays, summary, charts)
+    summary = _write_replays(out, inst, world, replays, heading, charts)
     typer.echo(summary)
     shared = [f for f in files if f not in audits]
     typer.echo(f"written: {', '.join(str(out / f) for f in shared)}")

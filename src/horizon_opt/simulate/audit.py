@@ -197,11 +197,6 @@ def audit_files(policy: str) -> tuple[str, str]:
     return f"{stem}.actual.yaml", f"{stem}.ran.json"
 
 
-def ran_plan_of(instance: Instance, audit: Audit, policy: str) -> Plan:
-    """The plan of what ran under `policy`, evaluated on the horizon as it really ran."""
-    return ran_plan(compile_instance(actual_spec(instance, audit, policy)), instance, audit, policy)
-
-
 def write_audit(folder: Path, instance: Instance, audit: Audit, policy: str) -> Plan:
     """Write a policy's audit files into `folder` (atomically); returns the plan of what ran."""
     spec = actual_spec(instance, audit, policy)
