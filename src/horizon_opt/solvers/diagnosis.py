@@ -67,6 +67,7 @@ class Diagnosis:
                 self._worth[j] = max(self._worth[j], self._worth[q])
         self.reserved = CapacityGrid(instance, layout.free)
         self._full: CapacityGrid | None = None
+        self._unlimited: CapacityGrid | None = None  # the plan without teams' limits
         # per team: (team usage, its borrowed work, the grid without it), see _quota_borrowed
         self._borrowed: dict[int, tuple[IntArray, set[int], CapacityGrid | None]] = {}
 
@@ -252,10 +253,18 @@ class Diagnosis:
     def _team_limit(self, j: int, ready: int, latest: int) -> Cause | None:
         """`team-limit`: the nodes have room in time, but not within the job's team's limit."""
         job = self.instance.jobs[j]
-        if job.team is None or not self.instance.limited:
+        if job.team is None or not any(
+            p in self.instance.teams[job.team].limit for p in job.durations
+        ):
             return None
-        others = [p for p in self.placed.values() if p.job != j]
-        loose = earliest_start(self.grid(others, limits=False), job, ready, latest)
+        if j in self.placed:
+            others = (p for p in self.placed.values() if p.job != j)
+            grid = self.grid(others, limits=False)
+        else:  # (the unplanned share one view: the plan as it is)
+            if self._unlimited is None:
+                self._unlimited = self.grid(self.placed.values(), limits=False)
+            grid = self._unlimited
+        loose = earliest_start(grid, job, ready, latest)
         if loose is None:
             return None
         team = self.instance.teams[job.team]
