@@ -19,7 +19,7 @@ from horizon_opt.errors import InputError
 from horizon_opt.instance import Instance
 from horizon_opt.simulate import Noise, World, draw_world, policy, replay
 from horizon_opt.simulate.audit import actual_spec, ran_plan
-from horizon_opt.simulate.engine import Replay
+from horizon_opt.simulate.replay_figures import Replay
 from horizon_opt.simulate.runtimes import RunTimes
 from horizon_opt.solvers import SolveOptions
 

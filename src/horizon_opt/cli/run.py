@@ -108,7 +108,7 @@ def _write_replays(
             ran[r.policy] = write_audit(out, inst, r.audit, r.policy)
         summary = f"{heading}{format_table(replays)}\n"
         if inst.teams:
-            summary += f"\nby team, as it really ran:\n\n{team_table(ran)}\n"
+            summary += f"\nby team, as it really ran:\n\n{team_table(ran, replays)}\n"
         write_atomic(out / "results.csv", to_csv(replays))
         write_atomic(out / "summary.md", summary)
         write_world(out / "world.yaml", inst, world)

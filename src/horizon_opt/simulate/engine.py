@@ -16,7 +16,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -31,6 +31,8 @@ from horizon_opt.plan import Plan
 from horizon_opt.replan import PROMISE_AHEAD_MINUTES, replan, with_held_promises
 from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.policy import Policy
+from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
+from horizon_opt.simulate.replay_figures import Replay
 from horizon_opt.simulate.runtimes import Predicted, RunTimes
 from horizon_opt.simulate.world import World
 from horizon_opt.snapshot import Running, instance_at
@@ -46,39 +48,6 @@ class _Run:
     end: int  # real end (early, or at the estimate)
     gpus: dict[int, tuple[int, ...]]  # node -> GPU indices
     fails: bool
-
-
-@dataclass
-class Replay:
-    """What one policy realized in one world."""
-
-    policy: str
-    planned_pwo: float | None  # open loop: the pwo its plan promised; else None
-    realized_pwo: float  # jobs that really ended, successfully and on time
-    realized_utilization: float  # batch GPU-slots run + inference demand served, over capacity
-    completed: int
-    failed: int  # failed while running (cancelled by their user included)
-    cancelled: int  # waited for a job that failed
-    preemptions: int
-    lost_gpu_hours: float  # work that preempted jobs lost
-    slo_short_replica_hours: float  # inference demand that found no replica
-    slo_short_share: float  # of all inference demand (replica-hours)
-    decisions: int  # plans made (full re-plans and fills)
-    replans: int  # full re-plans (the policy's solver)
-    mean_moved: float  # jobs moved per full re-plan (churn against the plan before)
-    solver_seconds: float  # total wall time of the plans
-    max_solver_seconds: float
-    cancelled_by_user: int = 0  # of `failed`: cancelled by their user while running
-    # Promises: jobs whose start a plan first predicted at least PROMISE_AHEAD_MINUTES ahead,
-    # and the median of |actual start - that first prediction| (a promised job that never
-    # started counts as starting at the horizon's end), as `squeue --start` would be judged.
-    promised: int = 0
-    promise_error_hours: float = 0.0
-    # realized pwo at each slot boundary 0..S (jobs ended by then)
-    realized_by_slot: list[float] = field(default_factory=list)
-    audit: Audit | None = field(default=None, repr=False)  # what really ran (see `audit`)
-
-    SERIES = ("realized_by_slot", "audit")  # fields that are not one figure of a table row
 
 
 def require_empty_cluster(instance: Instance, name: str | None = None) -> None:
@@ -127,6 +96,7 @@ class _Replayer:
         self.gone: set[int] = set()  # ended: done, failed or cancelled
         self.failed = self.cancelled = self.user_cancelled = self.preemptions = 0
         self.runs: list[Run] = []
+        self.reclaimed: dict[int, int] = defaultdict(int)  # team -> its runs preempted for quota
         # per service: [nodes of its pool, S] replicas that ran, and [S] demand they served
         self.ran_replicas = [
             np.zeros((instance.pools[s.pool].nodes, instance.slots), dtype=np.int64)
@@ -417,6 +387,30 @@ class _Replayer:
         self.stop(j, t)
         return True
 
+    def reclaim_quotas(self, t: int) -> bool:
+        """Preempt the running borrowers that keep ready jobs out of their teams' quotas at `t`
+        (`simulate.quota_reclaim`); returns whether one was stopped."""
+        if not self.inst.teams:
+            return False
+        inst = self.inst
+        ready = [
+            j
+            for j in self.known(t)
+            if j not in self.running
+            and inst.jobs[j].release <= t
+            and all(p in self.done for p in inst.jobs[j].after)
+        ]
+        spare = np.maximum(inst.capacity[:, t] - self.batch_gpus() - self.reserved[:, t], 0)
+        free = np.bincount(inst.node_pool, weights=spare, minlength=len(inst.pools))
+        held = {j: Holding(r.pool, r.start) for j, r in self.running.items()}
+        victims = reclaim_victims(inst, held, ready, free.astype(np.int64), t)
+        for j in victims:
+            self.stop(j, t)
+            team = inst.jobs[j].team
+            assert team is not None  # a borrower is a team's job
+            self.reclaimed[team] += 1
+        return bool(victims)
+
     def stop(self, j: int, t: int) -> None:
         """Preempt running job `j` at `t`: it loses its progress and waits again."""
         run = self.running.pop(j)
@@ -515,6 +509,7 @@ class _Replayer:
             # a job planned on its expected run time outlives it: plans after it must move
             event |= any(end == t and j in self.running for j, end in self.expected.items())
             event |= self.stop_on_outages(t)
+            event |= self.reclaim_quotas(t)
             due = policy.due(t)
             if due or (event and not policy.open_loop):
                 self.decide(t, due)
@@ -549,6 +544,8 @@ class _Replayer:
             failed=self.failed,
             cancelled=self.cancelled,
             cancelled_by_user=self.user_cancelled,
+            reclaims=sum(self.reclaimed.values()),
+            reclaimed_by_team={inst.teams[k].name: n for k, n in self.reclaimed.items()},
             preemptions=self.preemptions,
             lost_gpu_hours=self.lost,
             slo_short_replica_hours=short * inst.hours_per_slot,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from horizon_opt.export.charts import new_figure
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Plan
-from horizon_opt.simulate.engine import Replay
+from horizon_opt.simulate.replay_figures import Replay
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -60,6 +60,11 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _preempted(r: Replay) -> str:
+    """Its preemptions, saying how many reclaimed a team's quota when any did."""
+    return f"{r.preemptions}, {r.reclaims} for quota" if r.reclaims else str(r.preemptions)
+
+
 def format_table(replays: Sequence[Replay]) -> str:
     """A markdown table: what each policy realized, and what its plans cost to make."""
     head = (
@@ -74,26 +79,31 @@ def format_table(replays: Sequence[Replay]) -> str:
             f"| {r.policy} | {planned} | {r.realized_pwo:,.0f} | {_pct(row.get('vs_fifo'))} | "
             f"{_pct(row.get('vs_backfill'))} | {_share(row.get('of_top'))} | "
             f"{100 * r.realized_utilization:.1f}% | "
-            f"{r.preemptions} ({r.lost_gpu_hours:,.0f}) | {100 * r.slo_short_share:.2f}% | "
+            f"{_preempted(r)} ({r.lost_gpu_hours:,.0f}) | {100 * r.slo_short_share:.2f}% | "
             f"{r.promise_error_hours:.1f} ({r.promised}) | {r.mean_moved:.1f} | {r.decisions} | {r.solver_seconds:,.1f} |"
         )
     return "\n".join(lines)
 
 
-def team_table(ran: Mapping[str, Plan]) -> str:
+def team_table(ran: Mapping[str, Plan], replays: Sequence[Replay]) -> str:
     """A markdown table of each team's realized GPU-hours per policy (from the plans of what
-    ran): its share against its quota share, what it held above its quota, its pwo, and each
-    policy's fairness (Jain's index of share over quota share)."""
-    head = "| policy | team | share of GPU-h | quota share | borrowed GPU-h | realized pwo |"
+    ran): its share against its quota share, what it held above its quota, its runs preempted
+    to give quota back (reclaimed), its pwo, and each policy's fairness (Jain's index of share
+    over quota share)."""
+    head = (
+        "| policy | team | share of GPU-h | quota share | borrowed GPU-h | reclaimed runs | "
+        "realized pwo |"
+    )
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    reclaimed = {r.policy: r.reclaimed_by_team for r in replays}
     for policy, plan in ran.items():
         for name, f in plan.metrics.teams.items():
             lines.append(
                 f"| {policy} | {name} | {_share(f.share)} | {_share(f.quota_share)} | "
-                f"{f.borrowed_gpu_hours:,.0f} | {f.pwo:,.0f} |"
+                f"{f.borrowed_gpu_hours:,.0f} | {reclaimed[policy].get(name, 0)} | {f.pwo:,.0f} |"
             )
         fair = plan.metrics.team_fairness
-        lines.append(f"| {policy} | fairness | {'-' if fair is None else f'{fair:.3f}'} | | | |")
+        lines.append(f"| {policy} | fairness | {'-' if fair is None else f'{fair:.3f}'} | | | | |")
     return "\n".join(lines)
 
 
