@@ -88,7 +88,8 @@ def test_the_enumerated_optimum_is_the_hand_one(tiny: tuple[ho.Instance, float])
 def test_every_bound_source_is_at_least_the_optimum(tiny: tuple[ho.Instance, float]) -> None:
     inst, optimum = tiny
     assert proven_bound(inst, time_limit=5.0).value >= optimum
-    assert pool_bound(inst, PoolLimits(seconds=5.0)).value >= optimum
+    pool = pool_bound(inst, PoolLimits(seconds=5.0)).value
+    assert pool is not None and pool >= optimum
     plan = ho.solve(inst, "cpsat", time_limit=5.0, workers=1, seed=0)
     assert plan.bound is not None and plan.bound >= optimum
 
