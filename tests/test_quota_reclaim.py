@@ -115,3 +115,34 @@ def test_simulate_reports_reclaims_by_team(tmp_path: Path) -> None:
     summary = (out / "summary.md").read_text()
     assert "| 1, 1 for quota (" in summary
     assert "| backfill | blue | " in summary and "| 1 |" in summary
+
+
+def test_the_team_furthest_above_its_quota_per_weight_gives_back_first() -> None:
+    # One 16-GPU node; red is entitled to 8, blue and green to 4 each, green with weight 4. Blue's
+    # b1 and green's g1 (6 GPUs each, g1 worth less) run: each team holds 2 above its quota, 2 per
+    # unit of weight for blue, 0.5 for green. Red's r1 (8 GPUs) finds 4 free: one of them must go,
+    # and it is blue's b1, though g1 is worth less. With equal weights g1 goes.
+    data: dict[str, Any] = {
+        "name": "weights",
+        "horizon": {"slots": 10},
+        "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 16}],
+        "teams": [
+            {"name": "red", "quota": {"p": 8}},
+            {"name": "blue", "quota": {"p": 4}},
+            {"name": "green", "quota": {"p": 4}, "weight": 4},
+        ],
+        "jobs": [
+            {"id": "b1", "priority": 2, "gpus": 6, "duration": 6, "team": "blue"},
+            {"id": "g1", "priority": 1, "gpus": 6, "duration": 6, "team": "green"},
+            {"id": "r1", "priority": 1, "gpus": 8, "duration": 2, "release": 2, "team": "red"},
+        ],
+    }
+    inst = build(data)
+    running = {inst.job_index[k]: Holding(0, 0) for k in ("b1", "g1")}
+    waiting = [inst.job_index["r1"]]
+    (gone,) = reclaim_victims(inst, running, waiting, np.array([4], dtype=np.int64), 2)
+    assert inst.jobs[gone].id == "b1"
+    data["teams"][2]["weight"] = 1
+    inst = build(data)
+    (gone,) = reclaim_victims(inst, running, waiting, np.array([4], dtype=np.int64), 2)
+    assert inst.jobs[gone].id == "g1"

@@ -5,12 +5,13 @@ so a job released while another team's running jobs borrow its quota would wait 
 cluster does not let it: Kueue preempts workloads of ClusterQueues above their nominal quota
 (`reclaimWithinCohort`) when a workload within its own quota cannot otherwise be admitted. The
 replay does the same before each slot's decision, read at pool level as rule 9 is: a ready job
-whose team stays within its quota on a pool, for which the pool's free GPUs are short and the other
-teams' GPUs above their quotas would cover the shortfall, preempts those teams' running jobs there
-(least valuable first, latest start first among equals) until it fits. Waiting jobs are served in
-order of value, each counted as admitted on the pool it reclaimed or found room on, so two jobs do
-not count the same free GPUs. The preempted jobs lose their progress and wait again, as any
-preempted job in the replay.
+whose team stays within its quota on a pool, for which the pool's free GPUs are short and the
+other teams' GPUs above their quotas would cover the shortfall, preempts those teams' running
+jobs there until it fits, in the order plans give borrowed GPUs back
+(`solvers.reclaim.borrower_order`: the team furthest above its quota per unit of weight first,
+then the least valuable job). Waiting jobs are served in order of value, each counted as
+admitted on the pool it reclaimed or found room on, so two jobs do not count the same free GPUs.
+The preempted jobs lose their progress and wait again, as any preempted job in the replay.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from horizon_opt.instance import Instance, IntArray
+from horizon_opt.solvers.reclaim import borrower_order
 from horizon_opt.teams import quota_profile
 
 
@@ -96,7 +98,8 @@ def _take_back(
             and used[other, pool] > quota[other, pool]
         ]
         assert borrowers  # free + GPUs above quotas >= gpus: someone still borrows here
-        k = min(borrowers, key=lambda b: (inst.jobs[b].value, -held[b].start, b))
+        above = used[:, pool] - quota[:, pool]
+        k = min(borrowers, key=lambda b: borrower_order(inst, b, held[b].start, above))
         other = inst.jobs[k].team
         assert other is not None
         del held[k]

@@ -5,8 +5,8 @@ A job is kept out at slot t on pool p when it waits there (released, its predece
 not started, able to end by the horizon), fits its team's quota (`used + gpus <= quota`), and
 the pool's free GPUs are too few for it while the GPUs that other teams' movable jobs hold above
 their quotas would make enough. Slots are visited in order. At each, while some job is kept
-out (the most valuable first), the least valuable borrowing job running then on that pool
-(of a team above its quota; not placed, nor run after by a placed job) leaves the plan, with
+out (the most valuable first), a borrowing job running then on that pool (of a team above its
+quota; not placed, nor run after by a placed job; `borrower_order`) leaves the plan, with
 every job that runs after it, until the pool has the waiting job's GPUs free; the waiting job
 then takes its earliest fit from that slot, and the jobs that left take theirs after it, most
 valuable first (or stay out). GPUs that left free earlier slots too, so the visit goes back to
@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from horizon_opt.inference import Layout, plan_layout
-from horizon_opt.instance import Instance, topological_order
+from horizon_opt.instance import Instance, IntArray, topological_order
 from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers.assemble import Placement, build_plan, plan_placements, stamp
 from horizon_opt.solvers.diagnosis import unscheduled_causes
@@ -166,6 +166,18 @@ def _pinned(instance: Instance) -> set[int]:
     return out
 
 
+def borrower_order(
+    instance: Instance, j: int, start: int, above: IntArray
+) -> tuple[float, float, int, int]:
+    """Which borrower gives back first (the smallest key): a job of the team holding the most
+    above its quota (`above`, per team) per unit of its weight, as Kueue's fair sharing
+    preempts; within a team the least valuable, the latest started."""
+    job = instance.jobs[j]
+    assert job.team is not None  # a borrower is a team's job
+    team = instance.teams[job.team]
+    return (-float(above[job.team]) / team.weight, job.value, -start, j)
+
+
 def _make_room(
     instance: Instance,
     placed: dict[int, Placement],
@@ -173,9 +185,10 @@ def _make_room(
     pinned: set[int],
     kept: tuple[int, int, int],
 ) -> list[tuple[int, int]]:
-    """Take borrowing jobs off pool p at slot t, least valuable first, until job j's GPUs are
-    free there (`kept`: j, p, t); returns every job that left (with the jobs after them) and
-    the slot it started at."""
+    """Take borrowing jobs off pool p at slot t until job j's GPUs are free there (`kept`: j,
+    p, t): first of the team holding the most above its quota per unit of its weight, least
+    valuable first (`borrower_order`); returns every job that left (with the jobs after them)
+    and the slot it started at."""
     j, p, t = kept
     job = instance.jobs[j]
     left: list[tuple[int, int]] = []
@@ -193,7 +206,11 @@ def _make_room(
         ]
         if not borrowing:
             break
-        victim = min(borrowing, key=lambda pl: (instance.jobs[pl.job].value, -pl.start))
+        above = usage.team[:, p, t] - usage.quota[:, p]
+        victim = min(
+            borrowing,
+            key=lambda pl: borrower_order(instance, pl.job, pl.start, above),
+        )
         stack = [victim.job]
         while stack:
             q = stack.pop()
