@@ -139,3 +139,18 @@ def test_a_running_job_past_the_horizon_ends_with_it(tmp_path: Path) -> None:
     ]
     job = result.compile().jobs[0]
     assert job.placed is not None and (job.placed.start, job.placed.end) == (0, 48)
+
+
+def test_the_team_column_takes_a_team_or_an_account_it_lists(tmp_path: Path) -> None:
+    cluster = yaml.safe_load((DATA / "cluster.yaml").read_text())
+    cluster["teams"] = [{"name": "llm", "quota": {"h100": 8}, "accounts": ["ml"]}]
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(cluster))
+    table = tmp_path / "t.csv"
+    table.write_text("id,gpus,duration,team\na,8,2h,llm\nb,8,2h,ml\nc,8,2h,\n")
+    inst = import_table(table, read_cluster(path), snapshot=SNAPSHOT).compile()
+    assert [j.team for j in inst.jobs] == [0, 0, None]
+    table.write_text("id,gpus,duration,team\na,8,2h,vision\n")
+    with pytest.raises(InputError) as exc:
+        import_table(table, read_cluster(path), snapshot=SNAPSHOT)
+    assert any("row 2 (a): team: unknown team 'vision'" in p for p in exc.value.problems)

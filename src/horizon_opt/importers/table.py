@@ -13,6 +13,7 @@ one:
 | `pools` | no (all) | allowed pools, separated by spaces or `;` |
 | `release`, `deadline` | no | slot, or ISO time |
 | `after` | no | ids of jobs it runs after, separated by spaces or `;` |
+| `team` | no | its team: a name of the cluster file's `teams`, or a Slurm account one of them lists in `accounts` |
 | `start`, `end`, `nodes` | no | a running job (start before the snapshot) or a held start: its start, expected end, and nodes (host names from the cluster file's `node_names`, or `<pool>-<i>` such as `h100-0`; the instance names a node by its host name when it has one); then `pools` names its pool |
 
 Columns the table has beyond these are noted once and ignored; an empty cell is an absent
@@ -44,6 +45,7 @@ OPTIONAL = (
     "release",
     "deadline",
     "after",
+    "team",
     "start",
     "end",
     "nodes",
@@ -118,7 +120,7 @@ class _Grid:
         self.last = self.first + timedelta(minutes=self.minutes * cluster.horizon.slots)
 
 
-def _row_job(row: dict[str, str], r: int, file: str) -> dict[str, Any]:
+def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> dict[str, Any]:
     """A row's job fields, as the instance file has them."""
     job: dict[str, Any] = {"id": row["id"]}
     job["gpus"] = _number(row["gpus"], r, "gpus", file)
@@ -133,6 +135,8 @@ def _row_job(row: dict[str, str], r: int, file: str) -> dict[str, Any]:
             job[field] = _time(row[field])
     if row.get("after"):
         job["after"] = _words(row["after"])
+    if row.get("team"):  # an unknown name stays as written: the instance refuses it by row
+        job["team"] = cluster.team_of(row["team"], "accounts") or row["team"]
     return job
 
 
@@ -192,7 +196,7 @@ def import_table(
     jobs: list[dict[str, Any]] = []
     running: list[tuple[str, dict[str, int]]] = []
     for r, row in enumerate(rows, start=2):
-        job = _row_job(row, r, file)
+        job = _row_job(row, r, file, cluster)
         if row.get("start") or row.get("nodes"):
             running.append((row["id"], _place(job, row, r, file, grid, notes)))
         jobs.append(job)
