@@ -71,7 +71,7 @@ def as_plan(inst: ho.Instance, placements: list[Placement], layout: Layout) -> h
     return plan
 
 
-def test_codes_are_the_ten_in_the_order_they_are_tested() -> None:
+def test_codes_are_the_eleven_in_the_order_they_are_tested() -> None:
     assert [str(c) for c in Code] == [
         "no-fitting-pool",
         "deadline-impossible",
@@ -81,6 +81,7 @@ def test_codes_are_the_ten_in_the_order_they_are_tested() -> None:
         "team-limit",
         "room-unused",
         "quota-borrowed-by",
+        "others-quota",
         "lower-value-work",
         "higher-value-work",
     ]

@@ -396,3 +396,14 @@ def test_solve_prints_each_team(tmp_path: Path) -> None:
     # red: two runs of 8 GPUs x 2 h = 32 of its 8 x 4 h = 32 quota GPU-h, pwo 96
     line = "  team " + "red".ljust(27) + "32 of 32 quota GPU-h (0 borrowed), pwo 96.00"
     assert line in result.output.splitlines()
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_the_borrower_left_out_for_a_quota_says_so(solver: str) -> None:
+    # In BORROWED's plan with quotas kept, one of blue's jobs (64) is left out: it would fit by
+    # moving red's r1 (16), but r1 runs within red's quota and blue would hold 16 > 8.
+    inst = build(BORROWED)
+    plan = ho.solve(inst, solver, **FAST)
+    (left,) = plan.unscheduled
+    assert left.job in ("b1", "b2") and left.code == "others-quota"
+    assert "runs within red's quota and team blue would hold more than its quota" in left.reason

@@ -44,6 +44,9 @@ _NO_PRIORITY = {
     "moving the team's own work, makes room",
     Code.QUOTA_BORROWED: "other teams hold its team's quota: a plan that gives quotas back "
     "(reclaims them) makes room, whatever its priority",
+    Code.OTHERS_QUOTA: "the work in its way runs within other teams' quotas, which come first "
+    "whatever its priority: only a larger quota for its team, or less of its team's own work "
+    "on the pool, makes room",
 }
 
 

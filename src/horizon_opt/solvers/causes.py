@@ -23,6 +23,7 @@ class Code(StrEnum):
     TEAM_LIMIT = "team-limit"
     ROOM_UNUSED = "room-unused"
     QUOTA_BORROWED = "quota-borrowed-by"
+    OTHERS_QUOTA = "others-quota"
     LOWER_VALUE_WORK = "lower-value-work"
     HIGHER_VALUE_WORK = "higher-value-work"
 
@@ -42,6 +43,8 @@ MEANING: Mapping[Code, str] = {
     "rule, or its time limit)",
     Code.QUOTA_BORROWED: "it would fit within its team's quota if other teams gave back the "
     "GPUs they hold above their own quotas",
+    Code.OTHERS_QUOTA: "it would fit by moving only work worth less than it, but that work "
+    "runs within other teams' quotas while its own team would hold more than its quota",
     Code.LOWER_VALUE_WORK: "it would fit by moving only work worth less than it",
     Code.HIGHER_VALUE_WORK: "work worth at least as much as it holds every window where it "
     "could end in time",

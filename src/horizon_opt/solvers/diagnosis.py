@@ -30,6 +30,7 @@ from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.borrowed import borrowed_work, team_used, within_quota
 from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
+from horizon_opt.teams import quota_profile
 from horizon_opt.windows import StartWindow
 
 
@@ -207,6 +208,9 @@ class Diagnosis:
         fit = earliest_start(outranked, job, ready, latest)
         if fit is not None:
             holders = self.holders(fit, j, worth_less=True)
+            quotas_first = self._others_quota(j, fit, holders)
+            if quotas_first is not None:
+                return quotas_first
             return Cause(
                 Code.LOWER_VALUE_WORK,
                 f"would fit from {self._where(fit)} by moving work worth less than it "
@@ -312,6 +316,33 @@ class Diagnosis:
             f"{self._named(holders)}",
             fit,
             tuple(holders),
+        )
+
+    def _others_quota(self, j: int, fit: Fit, holders: tuple[int, ...]) -> Cause | None:
+        """`others-quota`: the lower-value work in the way runs within other teams' quotas,
+        and the job would take its team above its own: moving that work would keep those teams
+        out of their quotas (FORMAT.md, rule 9)."""
+        inst, job = self.instance, self.instance.jobs[j]
+        if job.team is None or not holders or not inst.teams[job.team].quota:
+            return None
+        used = self._borrowed_view(j, job.team)[0]
+        if within_quota(inst, fit, j, used):
+            return None
+        end = fit.start + job.durations[fit.pool]
+        teams = {inst.jobs[q].team for q in holders}
+        if None in teams or job.team in teams:
+            return None
+        quota = quota_profile(inst.teams, len(inst.pools))
+        if any((used[t, fit.pool, fit.start : end] > quota[t, fit.pool]).any() for t in teams):
+            return None
+        names = ", ".join(sorted(inst.teams[t].name for t in teams if t is not None))
+        return Cause(
+            Code.OTHERS_QUOTA,
+            f"would fit from {self._where(fit)} by moving work worth less than it, but that work "
+            f"runs within {names}'s quota and team {inst.teams[job.team].name} would hold more "
+            f"than its quota there: {self._named(holders)}",
+            fit,
+            holders,
         )
 
     def _no_pool(self, job: Job) -> str:
