@@ -1,0 +1,114 @@
+"""cpsat's search parameters on and off: paired, repeatable solves of the same instances.
+
+Each variant changes some of `SearchParams` (`name=value,...`; `base` changes none) and solves
+every instance with one worker on CP-SAT's deterministic budget (`repeatable`), so two variants
+differ by their parameters, not by the machine's load. Every plan goes through the checker.
+Reports each variant's pwo against the base per instance, and the median.
+
+    .venv/bin/python benchmarks/search_ablation.py --jobs 2 \\
+        --variant across-0.25:across_pools_share=0.25 --variant across-0.5:across_pools_share=0.5 \\
+        --out benchmarks/results/search_ablation.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+import horizon_opt as ho
+from horizon_opt.params import SearchParams
+
+HERE = Path(__file__).resolve().parent
+INSTANCES = tuple(f"instances/bench/enterprise-medium-s{s}.yaml" for s in range(3))
+
+
+def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
+    """`label:name=value,...` -> (label, changed parameters), each value of its field's type."""
+    label, _, changes = text.partition(":")
+    default = SearchParams()
+    kinds = {f.name: type(getattr(default, f.name)) for f in fields(SearchParams)}
+    changed: dict[str, Any] = {}
+    for item in filter(None, changes.split(",")):
+        name, _, value = item.partition("=")
+        if name not in kinds:
+            raise SystemExit(f"--variant {text}: unknown parameter {name!r}")
+        kind = kinds[name]
+        changed[name] = value.lower() in ("1", "true", "on") if kind is bool else kind(value)
+    return label, changed
+
+
+def solve(path: str, changed: dict[str, Any], seconds: float) -> tuple[float, float | None]:
+    """(pwo, bound) of one repeatable cpsat solve with the parameters changed."""
+    inst = ho.load_instance(HERE.parent / path)
+    options = ho.SolveOptions(
+        time_limit=seconds,
+        workers=1,
+        seed=0,
+        repeatable=True,
+        params=replace(SearchParams(), **changed),
+    )
+    plan = ho.solve(inst, "cpsat", options)
+    if ho.check(inst, plan):
+        raise SystemExit(f"{path}: invalid plan with {changed}")
+    return plan.objective, plan.bound
+
+
+def report(rows: dict[str, list[tuple[float, float | None]]], seconds: float, command: str) -> str:
+    base = rows["base"]
+    names = [Path(p).stem for p in INSTANCES]
+    lines = [
+        "# cpsat search parameters, paired",
+        "",
+        f"From `{command}`.",
+        "",
+        f"cpsat one worker, {seconds:g} s, repeatable; pwo against `base` (the defaults).",
+        "",
+        "| variant | median | " + " | ".join(names) + " |",
+        "| --- | ---: |" + " ---: |" * len(names),
+    ]
+    for label, values in rows.items():
+        pct = [100 * (v[0] / b[0] - 1) for v, b in zip(values, base, strict=True)]
+        cells = " | ".join(f"{v[0]:,.1f} ({p:+.2f}%)" for v, p in zip(values, pct, strict=True))
+        lines.append(f"| {label} | {statistics.median(pct):+.2f}% | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--variant", action="append", default=[], help="label:name=value,...")
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    variants: list[tuple[str, dict[str, Any]]] = [("base", {})]
+    variants += [parse_variant(v) for v in args.variant]
+    tasks = [(label, changed, path) for label, changed in variants for path in INSTANCES]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        done = list(
+            pool.map(
+                solve,
+                [t[2] for t in tasks],
+                [t[1] for t in tasks],
+                [args.seconds] * len(tasks),
+            )
+        )
+    rows: dict[str, list[tuple[float, float | None]]] = {}
+    for (label, _, _), result in zip(tasks, done, strict=True):
+        rows.setdefault(label, []).append(result)
+    command = ".venv/bin/python benchmarks/search_ablation.py " + " ".join(
+        shlex.quote(a) for a in sys.argv[1:]
+    )
+    text = report(rows, args.seconds, command)
+    if args.out is not None:
+        args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
