@@ -6,7 +6,7 @@ differ by their parameters, not by the machine's load. Every plan goes through t
 Reports each variant's pwo against the base per instance, and the median.
 
     .venv/bin/python benchmarks/search_ablation.py --jobs 2 \\
-        --variant across-0.25:across_pools_share=0.25 --variant across-0.5:across_pools_share=0.5 \\
+        --variant short:subproblem_seconds=0.2 --variant long:subproblem_seconds=0.8 \\
         --out benchmarks/results/search_ablation.md
 """
 

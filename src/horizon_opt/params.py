@@ -75,9 +75,6 @@ class SearchParams:
     neighbourhood sizes adapt to what solves in time, and many quick steps beat fewer big ones."""
     around_waiting_share: float = 0.5
     """Share of neighbourhoods cut around a waiting job (the rest: random windows)."""
-    across_pools_share: float = 0.0
-    """Of the random windows, the share that spans two pools (half the nodes on each), so that
-    a job can move from one pool to another in one step."""
     lns_nodes: int = 4
     """Nodes of a first neighbourhood; +1 after each round solved to optimality, -1 otherwise..."""
     lns_nodes_range: tuple[int, int] = (2, 64)

@@ -90,29 +90,23 @@ class Lns:
                 open_nodes,
                 n_nodes,
             )
-        kind = "around a waiting job"
         if target is not None:
             pool, chosen, a, b, seed_jobs = target
-            pools = [pool]
         else:
-            share = self.params.across_pools_share
-            across = share > 0 and rng.random() < share
-            window = self.random_window(open_nodes, n_nodes, width, across)
+            window = self.random_window(open_nodes, n_nodes, width)
             if window is None:
                 return None
-            pools, chosen, a, b = window
+            pool, chosen, a, b = window
             seed_jobs = []
-            kind = "across pools" if len(pools) > 1 else "window"
         free_jobs = self.running_in(chosen, a, b, n_nodes, avoid_nodes, avoid_jobs)
         rng.shuffle(free_jobs)
         free_jobs = seed_jobs + free_jobs[: max(0, max_free - len(seed_jobs))]
-        for pool in pools:
-            left = (max_free - len(free_jobs)) // len(pools)
-            free_jobs += self.waiting_picks(
-                waiting, weights, seed_jobs + free_jobs, pool, a, b, left
-            )
+        free_jobs += self.waiting_picks(
+            waiting, weights, seed_jobs, pool, a, b, max_free - len(free_jobs)
+        )
         if not free_jobs:
             return None
+        kind = "window" if target is None else "around a waiting job"
         return self.subproblem(free_jobs, sorted(chosen), kind)
 
     def avoided(self, avoid: Subproblem | None) -> tuple[set[int], set[int]]:
@@ -139,38 +133,31 @@ class Lns:
         ]
 
     def random_window(
-        self, open_nodes: list[list[int]], n_nodes: int, width: int, across: bool = False
-    ) -> tuple[list[Pool], set[int], int, int] | None:
-        """A pool drawn by its open nodes (`across`: two, each with half the nodes), a window
-        of `width` slots, and nodes drawn by the GPU-slots left idle there; None when no node
-        is open."""
-        inst, rng = self.inst, self.rng
+        self, open_nodes: list[list[int]], n_nodes: int, width: int
+    ) -> tuple[Pool, set[int], int, int] | None:
+        """A pool drawn by its open nodes, a window of `width` slots, and nodes drawn by the
+        GPU-slots left idle there; None when no node is open."""
+        inst, inc, rng = self.inst, self.inc, self.rng
         S = inst.slots
         sizes = np.array([len(nodes) for nodes in open_nodes], dtype=float)
         if sizes.sum() == 0:
             return None
-        share = sizes / sizes.sum()
-        if across and (sizes > 0).sum() >= 2:
-            pools = [inst.pools[int(p)] for p in rng.choice(len(sizes), 2, False, share)]
-        else:
-            pools = [inst.pools[int(rng.choice(len(sizes), p=share))]]
-        k = len(pools)
+        pool = inst.pools[int(rng.choice(len(inst.pools), p=sizes / sizes.sum()))]
+        pool_nodes = np.array(open_nodes[pool.index])
         a = int(rng.integers(0, max(1, S - width + 1)))
         b = min(S, a + width)
-        chosen: set[int] = set()
-        for pool in pools:
-            chosen |= self.idle_nodes(open_nodes[pool.index], max(1, n_nodes // k), a, b)
-        return pools, chosen, a, b
-
-    def idle_nodes(self, nodes: list[int], count: int, a: int, b: int) -> set[int]:
-        """`count` of `nodes` drawn by the GPU-slots left idle in [a, b) (plus one, so that
-        every node can come)."""
-        pool_nodes = np.array(nodes)
-        idle = (self.inc.free - self.inc.used)[pool_nodes, a:b].sum(axis=1) + 1.0
-        picks = self.rng.choice(
-            pool_nodes, size=min(count, len(pool_nodes)), replace=False, p=idle / idle.sum()
+        # Nodes drawn by the GPU-slots left idle in the window (plus one, so all can come).
+        idle = (inc.free - inc.used)[pool_nodes, a:b].sum(axis=1) + 1.0
+        chosen = set(
+            int(n)
+            for n in rng.choice(
+                pool_nodes,
+                size=min(n_nodes, len(pool_nodes)),
+                replace=False,
+                p=idle / idle.sum(),
+            )
         )
-        return {int(n) for n in picks}
+        return pool, chosen, a, b
 
     def running_in(
         self,
