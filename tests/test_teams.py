@@ -406,4 +406,4 @@ def test_the_borrower_left_out_for_a_quota_says_so(solver: str) -> None:
     plan = ho.solve(inst, solver, **FAST)
     (left,) = plan.unscheduled
     assert left.job in ("b1", "b2") and left.code == "others-quota"
-    assert "runs within red's quota and team blue would hold more than its quota" in left.reason
+    assert "runs within its own team's quota (red) and team blue would hold more" in left.reason

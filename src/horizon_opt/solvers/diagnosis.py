@@ -339,8 +339,8 @@ class Diagnosis:
         return Cause(
             Code.OTHERS_QUOTA,
             f"would fit from {self._where(fit)} by moving work worth less than it, but that work "
-            f"runs within {names}'s quota and team {inst.teams[job.team].name} would hold more "
-            f"than its quota there: {self._named(holders)}",
+            f"runs within its own team's quota ({names}) and team {inst.teams[job.team].name} "
+            f"would hold more than its quota there: {self._named(holders)}",
             fit,
             holders,
         )
