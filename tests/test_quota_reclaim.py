@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import horizon_opt as ho
 from horizon_opt.cli import app
 from horizon_opt.io import parse_spec
-from horizon_opt.simulate import Policy, World, policy, replay
+from horizon_opt.simulate import Policy, Replay, World, policy, replay
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
 
 # One 8-GPU node, 10 slots; red and blue are each entitled to 4 GPUs. Blue's b1 (8 GPUs, 6 slots)
@@ -43,8 +43,8 @@ def build(data: dict[str, Any]) -> ho.Instance:
     return ho.compile_instance(parse_spec(data))
 
 
-def ran(inst: ho.Instance, name: str) -> list[tuple[str, int, int, str]]:
-    r = replay(inst, EXACT, named(name), OPTIONS)
+def ran(r: Replay) -> list[tuple[str, int, int, str]]:
+    """What really ran in a replay: (job, start, end, outcome) per run."""
     assert r.audit is not None
     return [(run.job, run.start, run.end, run.outcome) for run in r.audit.runs]
 
@@ -56,7 +56,7 @@ def test_a_running_borrower_is_preempted_when_the_owner_arrives(name: str) -> No
     assert (r.preemptions, r.reclaims, r.reclaimed_by_team) == (1, 1, {"blue": 1})
     assert r.lost_gpu_hours == 8 * 2 * inst.hours_per_slot
     assert r.completed == 2
-    assert sorted(ran(inst, name)) == [
+    assert sorted(ran(r)) == [
         ("b1", 0, 2, "preempted"),
         ("b1", 4, 10, "completed"),
         ("r1", 2, 4, "completed"),
@@ -70,7 +70,7 @@ def test_without_quotas_nobody_is_preempted() -> None:
     inst = build(data)
     r = replay(inst, EXACT, named("backfill"), OPTIONS)
     assert (r.preemptions, r.reclaims) == (0, 0)
-    assert sorted(ran(inst, "backfill")) == [("b1", 0, 6, "completed"), ("r1", 6, 8, "completed")]
+    assert sorted(ran(r)) == [("b1", 0, 6, "completed"), ("r1", 6, 8, "completed")]
 
 
 def victims(data: dict[str, Any], free: int) -> list[str]:
