@@ -38,6 +38,7 @@ from horizon_opt.simulate.world import World
 from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.solvers.alone import AloneView
+from horizon_opt.solvers.reclaim import quotas_bind
 
 
 @dataclass
@@ -97,6 +98,7 @@ class _Replayer:
         self.failed = self.cancelled = self.user_cancelled = self.preemptions = 0
         self.runs: list[Run] = []
         self.reclaimed: dict[int, int] = defaultdict(int)  # team -> its runs preempted for quota
+        self.quotas = quotas_bind(instance)  # without a quota, nothing is reclaimed
         # per service: [nodes of its pool, S] replicas that ran, and [S] demand they served
         self.ran_replicas = [
             np.zeros((instance.pools[s.pool].nodes, instance.slots), dtype=np.int64)
@@ -390,7 +392,7 @@ class _Replayer:
     def reclaim_quotas(self, t: int) -> bool:
         """Preempt the running borrowers that keep ready jobs out of their teams' quotas at `t`
         (`simulate.quota_reclaim`); returns whether one was stopped."""
-        if not self.inst.teams:
+        if not self.quotas:
             return False
         inst = self.inst
         ready = [
