@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 import yaml
 from test_bound import LATE_PREDECESSOR, ORDER, WHOLE_NODES
-from test_lns import GANGS, LNS_ONLY
+from test_lns import GANGS, LNS_ONLY, as_plan
 from test_pool_bound import LIMITS, SOLO, SPLIT
 from test_solvers import CHAIN, LAYOUT, TROUGH, build
 from typer.testing import CliRunner
 
 import horizon_opt as ho
 import horizon_opt.cli.run as run_module
+import horizon_opt.solvers.cpsat.exact as exact
 from horizon_opt.cli import app
 from horizon_opt.instance import Instance
 from horizon_opt.params import LOOP, SearchParams
@@ -29,7 +30,7 @@ from horizon_opt.solvers.cpsat.guide import solution_guide
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.cpsat.lns import Lns
 from horizon_opt.solvers.cpsat.search import Search
-from horizon_opt.solvers.cpsat.starts import pool_start
+from horizon_opt.solvers.cpsat.starts import guided_start, pool_start
 from horizon_opt.solvers.options import SolveOptions
 
 
@@ -62,6 +63,26 @@ def test_the_runs_are_a_solution_worth_the_optimum(data: dict[str, Any]) -> None
     assert found.solution.value == pytest.approx(found.value)
     starts = fitting_starts(inst)
     assert all(s in starts[j, p] for j, (p, s) in runs.items())
+
+
+# Three 4-GPU nodes, 1-GPU replicas: 5, 2, 0, 5 of them at slots 0-3, so 7, 10, 12, 7 GPUs free.
+# The pool-level optimum runs all five jobs (3 + 8 + 2 + 8 + 9 = 30): "gang" (a whole node) over
+# 0-1, "pair" over 0-3, "three" over 1-3, "short" at 2, "one" over 2-3. It packs on nodes only if
+# the replicas move: stacked on the lowest nodes (node 0 full, one on node 1, at slots 0 and 3),
+# "gang" needs node 2, "pair" node 1, and "three" finds no node with 3 GPUs over 1-3.
+REPLICAS_IN_THE_WAY = {
+    "name": "replicas-in-the-way",
+    "horizon": {"slots": 4},
+    "pools": [{"name": "a", "gpu_type": "A", "nodes": 3, "gpus_per_node": 4}],
+    "services": [{"name": "chat", "pool": "a", "gpus_per_replica": 1, "demand": [5, 2, 0, 5]}],
+    "jobs": [
+        {"id": "short", "priority": 1, "gpus": 3, "duration": 1, "release": 2, "deadline": 4},
+        {"id": "gang", "priority": 1, "gpus": 4, "duration": 2, "deadline": 4},
+        {"id": "one", "priority": 1, "gpus": 1, "duration": 2, "release": 2, "deadline": 4},
+        {"id": "pair", "priority": 1, "gpus": 2, "duration": 4, "deadline": 4},
+        {"id": "three", "priority": 1, "gpus": 3, "duration": 3, "deadline": 4},
+    ],
+}
 
 
 def test_the_runs_by_hand() -> None:
@@ -134,6 +155,33 @@ def test_cpsat_starts_from_the_packed_runs(tmp_path: Path) -> None:
     lines = [x for x in log.read_text().splitlines() if x.startswith("start candidate pool-")]
     assert any("pwo 20.000" in x for x in lines)
     assert not any("LP-guided" in x for x in log.read_text().splitlines())
+
+
+def test_pack_runs_decides_the_replicas() -> None:
+    """Beside the stacked replicas, the list scheduling places 22 of the runs' 30 (every job
+    but "three"); `pack_runs` moves the replicas and places all 30, valid with its layout."""
+    inst = build(REPLICAS_IN_THE_WAY)
+    search, inc = empty_search(inst)
+    solution = solution_of(inst)
+    assert solution.value == pytest.approx(30.0)
+    guided_start(search, inc, solution_guide(inst, solution.runs))
+    assert inc.value() == pytest.approx(22.0)
+    assert exact.pack_runs(search, inc, solution.runs, 5.0)
+    assert inc.value() == pytest.approx(30.0)
+    placements = list(inc.placements.values())
+    assert ho.check(inst, as_plan(inst, search.layout, placements)) == []
+    assert not exact.pack_runs(search, inc, solution.runs, 5.0)  # no better: nothing changes
+
+
+def test_cpsat_packs_a_solved_models_runs(tmp_path: Path) -> None:
+    """In the solver, a solved pool-level model's runs that the list scheduling does not pack
+    go to `pack_runs` before the full model: the plan is proven optimal from them."""
+    inst = build(REPLICAS_IN_THE_WAY)
+    log = tmp_path / "search.log"
+    plan = ho.solve(inst, "cpsat", time_limit=4.0, workers=1, seed=0, log=log)
+    assert plan.status == "optimal" and plan.objective == pytest.approx(30.0)
+    assert ho.check(inst, plan) == []
+    assert "pool-level runs packed with the replicas decided: pwo 30.000" in log.read_text()
 
 
 @pytest.mark.parametrize(("runs", "value"), [(True, 20.0), (False, 12.0)])

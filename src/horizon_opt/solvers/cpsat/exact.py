@@ -1,12 +1,15 @@
 """The whole node-level model, on instances small enough for CP-SAT to solve it outright.
 
 First with the inference layout fixed (quick; its optimum holds for that layout only), then
-exact, with the replicas decided too: then it can prove a plan optimal.
+exact, with the replicas decided too: then it can prove a plan optimal. The same model with
+every job's pool and start fixed packs a solved pool-level model's runs on nodes (`pack_runs`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -71,6 +74,37 @@ def solve_full(
         return False, None
     bound = nm.value_bound(solver) / search.scale
     return status == cp_model.OPTIMAL or inc.value() >= bound - 1e-9 * max(1.0, bound), bound
+
+
+def pack_runs(
+    search: Search, inc: Incumbent, runs: Mapping[int, tuple[int, int]], limit: float
+) -> bool:
+    """Place `runs` (job -> (pool, start), a relaxation's solution) on nodes as they are, with
+    the inference replicas decided too, and take the plan when it beats the incumbent.
+
+    The list scheduling places runs beside a fixed inference layout, whose replicas can hold
+    exactly the nodes that a solved pool-level model's gangs need: with the replicas decided
+    too, those runs may pack where the list scheduling finds none, and the plan is then proven
+    optimal. Returns whether the incumbent changed.
+    """
+    inst = search.inst
+    nm = search.build(replace(full_subproblem(search, inc, True), hint={}, kind="pack"))
+    nm.keep_only(runs)
+    units = sum(placement_units(inst, p, search.scale) for p in inc.placements.values())
+    target = math.inf if search.bound is None else search.bound * search.scale - 1e-6
+    status, solver = search.runner.solve_until_proven(
+        nm, limit, search.opt.seed, search.opt.workers, units, target
+    )
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return False
+    found = nm.extract(solver)
+    value = sum(p.earned(inst) for p in found.values())
+    search.write_log(f"pool-level runs packed with the replicas decided: pwo {value:.3f}")
+    if value <= inc.value() + 1e-9:
+        return False
+    search.layout = nm.extract_layout(solver)
+    inc.rebase(search.layout.free, found)
+    return True
 
 
 def run(search: Search, inc: Incumbent) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -375,6 +375,10 @@ class NodeModel:
         self.model.maximize(sum(terms) - sum(ends))
 
     def _hint(self) -> None:
+        self._hint_layout()
+        self._hint_jobs()
+
+    def _hint_layout(self) -> None:
         m = self.model
         layout = self.sub.inference_hint
         if layout is not None:
@@ -386,6 +390,9 @@ class NodeModel:
                         r = self.replicas.get((sv.index, to, t))
                         if r is not None:
                             m.add_hint(r, int(layout.replicas[sv.index][n - first, t]))
+
+    def _hint_jobs(self) -> None:
+        m = self.model
         for j in self.on_pool:
             h = self.sub.hint.get(j)
             if h is not None and self.renumber:
@@ -410,6 +417,24 @@ class NodeModel:
             else:
                 m.add_hint(self.start[j], self.sub.earliest[j])
                 m.add_hint(self.end[j], self.sub.earliest[j])
+
+    def keep_only(self, runs: Mapping[int, tuple[int, int]]) -> None:
+        """Each job only as `runs` has it (job -> (pool, start)), or not at all: what is left to
+        decide is its nodes (and, when the model decides them, the inference replicas)."""
+        for j, pools in self.on_pool.items():
+            run = runs.get(j)
+            for p, y in pools.items():
+                if run is not None and run[0] == p:
+                    self.model.add(self.start[j] == run[1]).only_enforce_if(y)
+                else:
+                    self.model.add(y == 0)
+        self.model.clear_hints()  # type: ignore[no-untyped-call]  # (the runs replace the hint)
+        self._hint_layout()
+        for j, pools in self.on_pool.items():
+            run = runs.get(j)
+            for p, y in pools.items():
+                self.model.add_hint(y, run is not None and run[0] == p)
+            self.model.add_hint(self.start[j], self.sub.earliest[j] if run is None else run[1])
 
     # -- solution ------------------------------------------------------------------------------
 

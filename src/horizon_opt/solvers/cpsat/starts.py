@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+import horizon_opt.solvers.cpsat.exact as exact
 from horizon_opt.inference import Layout, elastic_layout, plan_layout, static_peak_layout
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.cpsat.guide import (
@@ -63,14 +64,21 @@ def initial(search: Search) -> Incumbent:
 
 def pool_start(search: Search, inc: Incumbent) -> None:
     """The pool-level model's solution, once it has one, placed on nodes as `guided_start`
-    places the LP's: where a solved model's plan packs, the plan is proven optimal at once. A
-    solution worth no more than the incumbent is not tried: it would lead the list scheduling
-    to a plan no better."""
+    places the LP's: where a solved model's plan packs, the plan is proven optimal at once.
+    When the list scheduling does not pack a solved model's runs, on instances small enough
+    for the full model, CP-SAT places them with the inference replicas decided too
+    (`exact.pack_runs`). A solution worth no more than the incumbent is not tried: it would
+    lead to a plan no better."""
     solution, search.pool_solution = search.pool_solution, None
     if solution is None or solution.value <= inc.value() + 1e-9:
         return
     if not search.proven(inc) and not search.only_bound_time_left():
         guided_start(search, inc, solution_guide(search.inst, solution.runs), "pool-guided")
+        search.report(inc)
+    packable = search.pool_closed and exact.fits(search)
+    if packable and not search.proven(inc) and not search.budget.out_of_time():
+        limit = search.budget.remaining() * search.params.full_model_share
+        exact.pack_runs(search, inc, solution.runs, limit)
         search.report(inc)
 
 
