@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import replace
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -76,6 +75,21 @@ def solve_full(
     return status == cp_model.OPTIMAL or inc.value() >= bound - 1e-9 * max(1.0, bound), bound
 
 
+def pack_subproblem(search: Search, runs: Mapping[int, tuple[int, int]]) -> Subproblem:
+    """The jobs of `runs` on every node, each within its run's slots, replicas decided."""
+    inst = search.inst
+    return Subproblem(
+        jobs=sorted(runs),
+        nodes=list(range(inst.num_nodes)),
+        residual=inst.capacity.astype(np.int64),
+        earliest={j: s for j, (_, s) in runs.items()},
+        latest_end={j: s + inst.jobs[j].durations[p] for j, (p, s) in runs.items()},
+        kind="pack",
+        inference_hint=search.layout,
+        team_room=room_beside(inst, []),
+    )
+
+
 def pack_runs(
     search: Search, inc: Incumbent, runs: Mapping[int, tuple[int, int]], limit: float
 ) -> bool:
@@ -88,7 +102,7 @@ def pack_runs(
     optimal. Returns whether the incumbent changed.
     """
     inst = search.inst
-    nm = search.build(replace(full_subproblem(search, inc, True), hint={}, kind="pack"))
+    nm = search.build(pack_subproblem(search, runs))
     nm.keep_only(runs)
     units = sum(placement_units(inst, p, search.scale) for p in inc.placements.values())
     target = math.inf if search.bound is None else search.bound * search.scale - 1e-6
