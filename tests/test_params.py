@@ -29,13 +29,15 @@ def test_params_are_frozen() -> None:
 
 
 def test_an_override_reaches_the_search(tmp_path: Path) -> None:
-    # Without the full model, a tiny instance goes through the LP, the guided start and the LNS.
+    # Without the full model (nor its packing of the pool-level runs), a tiny instance goes
+    # through the LP, the guided start and the LNS; with it, the packing proves the optimum.
     inst = build(INSTANCES["layout"])
     log = tmp_path / "search.log"
     params = SearchParams(full_model_max_intervals=0)
     plan = ho.solve(inst, "cpsat", time_limit=2.0, workers=1, seed=0, log=log, params=params)
     assert ho.check(inst, plan) == []
     assert "full model" not in log.read_text()
+    assert "packed with the replicas decided" not in log.read_text()
     assert "lns:" in log.read_text()
     ho.solve(inst, "cpsat", time_limit=2.0, workers=1, seed=0, log=log)
-    assert "full model" in log.read_text()
+    assert "packed with the replicas decided: pwo 24.000" in log.read_text()

@@ -15,7 +15,7 @@ import yaml
 from test_bound import LATE_PREDECESSOR, ORDER, WHOLE_NODES
 from test_lns import GANGS, LNS_ONLY, as_plan
 from test_pool_bound import LIMITS, SOLO, SPLIT
-from test_solvers import CHAIN, LAYOUT, TROUGH, build
+from test_solvers import CHAIN, LAYOUT, REPLICAS_IN_THE_WAY, TROUGH, build
 from typer.testing import CliRunner
 
 import horizon_opt as ho
@@ -63,26 +63,6 @@ def test_the_runs_are_a_solution_worth_the_optimum(data: dict[str, Any]) -> None
     assert found.solution.value == pytest.approx(found.value)
     starts = fitting_starts(inst)
     assert all(s in starts[j, p] for j, (p, s) in runs.items())
-
-
-# Three 4-GPU nodes, 1-GPU replicas: 5, 2, 0, 5 of them at slots 0-3, so 7, 10, 12, 7 GPUs free.
-# The pool-level optimum runs all five jobs (3 + 8 + 2 + 8 + 9 = 30): "gang" (a whole node) over
-# 0-1, "pair" over 0-3, "three" over 1-3, "short" at 2, "one" over 2-3. It packs on nodes only if
-# the replicas move: stacked on the lowest nodes (node 0 full, one on node 1, at slots 0 and 3),
-# "gang" needs node 2, "pair" node 1, and "three" finds no node with 3 GPUs over 1-3.
-REPLICAS_IN_THE_WAY = {
-    "name": "replicas-in-the-way",
-    "horizon": {"slots": 4},
-    "pools": [{"name": "a", "gpu_type": "A", "nodes": 3, "gpus_per_node": 4}],
-    "services": [{"name": "chat", "pool": "a", "gpus_per_replica": 1, "demand": [5, 2, 0, 5]}],
-    "jobs": [
-        {"id": "short", "priority": 1, "gpus": 3, "duration": 1, "release": 2, "deadline": 4},
-        {"id": "gang", "priority": 1, "gpus": 4, "duration": 2, "deadline": 4},
-        {"id": "one", "priority": 1, "gpus": 1, "duration": 2, "release": 2, "deadline": 4},
-        {"id": "pair", "priority": 1, "gpus": 2, "duration": 4, "deadline": 4},
-        {"id": "three", "priority": 1, "gpus": 3, "duration": 3, "deadline": 4},
-    ],
-}
 
 
 def test_the_runs_by_hand() -> None:
