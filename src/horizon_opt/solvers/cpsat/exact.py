@@ -97,9 +97,9 @@ def pack_runs(
     the inference replicas decided too, and take the plan when it beats the incumbent.
 
     The list scheduling places runs beside a fixed inference layout, whose replicas can hold
-    exactly the nodes that a solved pool-level model's gangs need: with the replicas decided
-    too, those runs may pack where the list scheduling finds none, and the plan is then proven
-    optimal. Returns whether the incumbent changed.
+    a node that some run needs: with the replicas decided too, the runs may pack where the list
+    scheduling finds no node, and when they are a solved pool-level model's, a plan worth its
+    value is proven optimal. Returns whether the incumbent changed.
     """
     inst = search.inst
     nm = search.build(pack_subproblem(search, runs))
