@@ -138,8 +138,8 @@ def test_cpsat_starts_from_the_packed_runs(tmp_path: Path) -> None:
 
 
 def test_pack_runs_decides_the_replicas() -> None:
-    """Beside the stacked replicas, the list scheduling places 22 of the runs' 30 (every job
-    but "three"); `pack_runs` moves the replicas and places all 30, valid with its layout."""
+    """Beside the stacked replicas, the list scheduling places 22 of the runs' 30 (all but
+    "pair"); `pack_runs` moves the replicas and places all 30, valid with its layout."""
     inst = build(REPLICAS_IN_THE_WAY)
     search, inc = empty_search(inst)
     solution = solution_of(inst)

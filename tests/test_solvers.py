@@ -134,7 +134,8 @@ LAYOUT = {
 # The pool-level optimum runs all five jobs (3 + 8 + 2 + 8 + 9 = 30): "gang" (a whole node) over
 # 0-1, "pair" over 0-3, "three" over 1-3, "short" at 2, "one" over 2-3. It packs on nodes only if
 # the replicas move: stacked on the lowest nodes (node 0 full, one on node 1, at slots 0 and 3),
-# "gang" needs node 2, "pair" node 1, and "three" finds no node with 3 GPUs over 1-3.
+# no plan runs all five, as "gang" needs node 2, "pair" then node 1, and "three" finds no node
+# with 3 GPUs over three slots.
 REPLICAS_IN_THE_WAY = {
     "name": "replicas-in-the-way",
     "horizon": {"slots": 4},
