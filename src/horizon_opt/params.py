@@ -66,8 +66,9 @@ class SearchParams:
 
     # -- the full model -------------------------------------------------------------------------
     full_model_max_intervals: int = 4_000
-    """Above this many (job, candidate node) intervals, no full model: only the LNS, since the
-    full model stalls on larger instances."""
+    """Above this many (job, candidate node) intervals, no full model (nor its packing of a solved
+    pool-level model's runs, `exact.pack_runs`): only the LNS, since the full model stalls on
+    larger instances."""
 
     # -- the large-neighbourhood search ---------------------------------------------------------
     subproblem_seconds: float = 0.4
