@@ -30,7 +30,6 @@ from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.borrowed import borrowed_work, team_used, within_quota
 from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
-from horizon_opt.teams import quota_profile
 from horizon_opt.windows import StartWindow
 
 
@@ -329,13 +328,14 @@ class Diagnosis:
         if within_quota(inst, fit, j, used):
             return None
         end = fit.start + job.durations[fit.pool]
-        teams = {inst.jobs[q].team for q in holders}
-        if None in teams or job.team in teams:
+        owners = [inst.jobs[q].team for q in holders]
+        if None in owners or job.team in owners:
             return None
-        quota = quota_profile(inst.teams, len(inst.pools))
-        if any((used[t, fit.pool, fit.start : end] > quota[t, fit.pool]).any() for t in teams):
-            return None
-        names = ", ".join(sorted(inst.teams[t].name for t in teams if t is not None))
+        teams = {t for t in owners if t is not None}
+        for t in teams:
+            if (used[t, fit.pool, fit.start : end] > inst.teams[t].quota.get(fit.pool, 0)).any():
+                return None
+        names = ", ".join(sorted(inst.teams[t].name for t in teams))
         return Cause(
             Code.OTHERS_QUOTA,
             f"would fit from {self._where(fit)} by moving work worth less than it, but that work "

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
-from horizon_opt.solvers.cpsat.model import Subproblem, placement_units, room_beside
+from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, placement_units, room_beside
 from horizon_opt.solvers.cpsat.search import Search
 
 
@@ -43,6 +44,19 @@ def full_subproblem(search: Search, inc: Incumbent, decide_layout: bool) -> Subp
     )
 
 
+def _solve_against(
+    search: Search, inc: Incumbent, nm: NodeModel, limit: float
+) -> tuple[Any, cp_model.CpSolver]:
+    """Solve `nm`, stopped once its bound proves that nothing beats the incumbent, or a plan
+    reaches the best bound known: the rest would only settle the end-time tie-break, which
+    can take the whole limit."""
+    units = sum(placement_units(search.inst, p, search.scale) for p in inc.placements.values())
+    target = math.inf if search.bound is None else search.bound * search.scale - 1e-6
+    return search.runner.solve_until_proven(
+        nm, limit, search.opt.seed, search.opt.workers, units, target
+    )
+
+
 def solve_full(
     search: Search, inc: Incumbent, limit: float, decide_layout: bool
 ) -> tuple[bool, float | None]:
@@ -54,13 +68,7 @@ def solve_full(
     """
     inst = search.inst
     nm = search.build(full_subproblem(search, inc, decide_layout))
-    # Stop once the bound proves the incumbent's pwo optimal: the rest would only prove
-    # the end-time tie-break, which can take the whole limit.
-    units = sum(placement_units(inst, p, search.scale) for p in inc.placements.values())
-    target = math.inf if search.bound is None else search.bound * search.scale - 1e-6
-    status, solver = search.runner.solve_until_proven(
-        nm, limit, search.opt.seed, search.opt.workers, units, target
-    )
+    status, solver = _solve_against(search, inc, nm, limit)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         found = nm.extract(solver)
         if sum(p.earned(inst) for p in found.values()) >= inc.value() - 1e-9:
@@ -104,11 +112,7 @@ def pack_runs(
     inst = search.inst
     nm = search.build(pack_subproblem(search, runs))
     nm.keep_only(runs)
-    units = sum(placement_units(inst, p, search.scale) for p in inc.placements.values())
-    target = math.inf if search.bound is None else search.bound * search.scale - 1e-6
-    status, solver = search.runner.solve_until_proven(
-        nm, limit, search.opt.seed, search.opt.workers, units, target
-    )
+    status, solver = _solve_against(search, inc, nm, limit)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return False
     found = nm.extract(solver)

@@ -419,22 +419,20 @@ class NodeModel:
                 m.add_hint(self.end[j], self.sub.earliest[j])
 
     def keep_only(self, runs: Mapping[int, tuple[int, int]]) -> None:
-        """Each job only as `runs` has it (job -> (pool, start)), or not at all: what is left to
-        decide is its nodes (and, when the model decides them, the inference replicas)."""
-        for j, pools in self.on_pool.items():
-            run = runs.get(j)
-            for p, y in pools.items():
-                if run is not None and run[0] == p:
-                    self.model.add(self.start[j] == run[1]).only_enforce_if(y)
-                else:
-                    self.model.add(y == 0)
-        self.model.clear_hints()  # type: ignore[no-untyped-call]  # (the runs replace the hint)
+        """Each free job only as `runs` has it (job -> (pool, start); every free job has one),
+        or not at all: what is left to decide is its nodes (and, when the model decides them,
+        the inference replicas). The runs are the hint."""
+        self.model.clear_hints()  # type: ignore[no-untyped-call]
         self._hint_layout()
         for j, pools in self.on_pool.items():
-            run = runs.get(j)
+            pool, start = runs[j]
             for p, y in pools.items():
-                self.model.add_hint(y, run is not None and run[0] == p)
-            self.model.add_hint(self.start[j], self.sub.earliest[j] if run is None else run[1])
+                if p == pool:
+                    self.model.add(self.start[j] == start).only_enforce_if(y)
+                else:
+                    self.model.add(y == 0)
+                self.model.add_hint(y, p == pool)
+            self.model.add_hint(self.start[j], start)
 
     # -- solution ------------------------------------------------------------------------------
 
