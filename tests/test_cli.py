@@ -177,3 +177,24 @@ def test_schema_prints_json_schema() -> None:
 def test_no_arguments_shows_help() -> None:
     result = runner.invoke(app, [])
     assert "solve" in result.output and "check" in result.output
+
+
+def test_a_bound_that_fails_the_guard_is_dropped_and_the_plan_written(
+    tmp_path: Path, instance_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever source gives a bound below the plan, `solve` writes the plan without a bound,
+    says why on stderr and exits 0: a wrong bound never costs the plan."""
+    from horizon_opt.solvers.cpsat import solver
+
+    def with_a_bound_too_low(*args: Any, **kwargs: Any) -> Plan:
+        return build_plan(*args, **{**kwargs, "bound": 0.0, "bound_source": "lp"})
+
+    build_plan = solver.build_plan
+    monkeypatch.setattr(solver, "build_plan", with_a_bound_too_low)
+    out = tmp_path / "plan.json"
+    args = ["solve", str(instance_file), "--solver", "cpsat", "-t", "2", "--workers", "1"]
+    result = runner.invoke(app, [*args, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "warning: cpsat: the bound 0 (lp) is below the plan's pwo" in result.stderr
+    plan = Plan.read(out)
+    assert plan.bound is None and plan.status == "feasible" and plan.objective > 0

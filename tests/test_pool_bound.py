@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from ortools.sat.python import cp_model
 from test_bound import (
     HAND,
     LATE_PREDECESSOR,
@@ -29,11 +30,12 @@ from test_bound import (
 from test_solvers import CHAIN, LAYOUT, TROUGH, build
 
 import horizon_opt as ho
-from horizon_opt.errors import InstanceError
+from horizon_opt.errors import BoundWarning, InstanceError
 from horizon_opt.instance import Promise
 from horizon_opt.relaxation import solve_lp
 from horizon_opt.relaxation.pool_model import PoolLimits, fitting_starts, pool_bound
 from horizon_opt.solvers.assemble import stamp
+from horizon_opt.solvers.cpsat import bounding
 
 LIMITS = PoolLimits(seconds=2.0, deterministic=1.0)
 ONE: dict[str, Any] = {"time_limit": 2.0, "workers": 1, "seed": 0}
@@ -156,11 +158,52 @@ def test_never_below_a_plan(make: Any) -> None:
         checked += 1
         plan = ho.solve(inst, "cpsat", **ONE)
         assert ho.check(inst, plan) == []
-        for limits in (LIMITS, PoolLimits(seconds=2.0, deterministic=1e-4)):
-            found = pool_bound(inst, limits)
-            assert found.value is not None
-            assert above(found.value, plan.objective), (inst.spec, found)
+        found = pool_bound(inst, LIMITS)
+        assert found.value is not None
+        assert above(found.value, plan.objective), (inst.spec, found)
+        stopped = pool_bound(inst, PoolLimits(seconds=2.0, deterministic=1e-4))
+        assert stopped.value is None or above(stopped.value, plan.objective), (inst.spec, stopped)
         assert plan.bound is not None and above(plan.bound, plan.objective)
+
+
+def test_a_solve_stopped_before_its_first_solution_claims_no_bound() -> None:
+    """CP-SAT stopped before its first solution (here right after presolve, as a stop from the
+    search or the clock can do) reports a bound of 0, which bounds nothing."""
+    found = pool_bound(build(HALVES), LIMITS, on_solver=_stop_after_presolve)
+    assert found.value is None
+    assert not found.optimal and found.solution is None
+
+
+def test_cpsat_keeps_a_valid_bound_when_the_pool_model_stops_early(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The smallest case of the crash "bound 0.0 is below the plan's pwo": the pool-level
+    model stopped before its first solution, its 0 taken as cpsat's proven bound."""
+    monkeypatch.setattr(bounding, "_stoppable", lambda search: _stop_after_presolve)
+    inst = build(HALVES)
+    plan = ho.solve(inst, "cpsat", **ONE)
+    assert ho.check(inst, plan) == []
+    assert plan.objective == 5.0
+    assert plan.bound is not None and plan.bound >= 5.0
+    assert plan.bound_source != "pool-cpsat"
+
+
+def _stop_after_presolve(solver: cp_model.CpSolver) -> None:
+    solver.parameters.stop_after_presolve = True
+
+
+def test_a_bound_below_the_plan_is_dropped_and_the_plan_kept() -> None:
+    """`stamp` guards every bound: one below the plan's pwo proves nothing, so the plan is
+    written without a bound (and not as optimal), with a warning naming the source."""
+    inst = build(HALVES)
+    plan = ho.solve(inst, "cpsat", **ONE)
+    with pytest.warns(BoundWarning, match=r"bound 4 \(pool-cpsat\) is below the plan's pwo 5"):
+        again = stamp(
+            inst, plan, started=0.0, bound=4.0, bound_source="pool-cpsat", build_seconds=None
+        )
+    assert (again.objective, again.bound, again.gap, again.status) == (5.0, None, None, "feasible")
+    assert "bound_source" not in json.loads(again.to_json())
+    assert ho.check(inst, again) == []
 
 
 def test_source_pool_when_it_proves_the_minimum() -> None:

@@ -19,3 +19,8 @@ class InstanceError(InputError):
 
 class PlanError(InputError):
     """The plan file cannot be read (an invalid but well-formed plan is the checker's business)."""
+
+
+class BoundWarning(UserWarning):
+    """A bound failed the check against the plan it bounds (it is below the plan's pwo), so it
+    was dropped: the plan stands, with no bound. The CLI prints it as `warning: ...`."""

@@ -9,12 +9,14 @@ solving.py (warnings, progress and options of a solve)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import warnings
+from typing import Annotated, TextIO
 
 import typer
 
 from horizon_opt.cli import analyse, data, operate, plan, run
 from horizon_opt.cli.options import SOLVER_LIST
+from horizon_opt.errors import BoundWarning
 from horizon_opt.version import __version__
 
 __all__ = ["app"]
@@ -44,6 +46,26 @@ def main(
     ] = False,
 ) -> None:
     """horizon-opt: constraint-aware GPU allocation planner."""
+    warnings.showwarning = _show_warning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A dropped bound (`BoundWarning`) is news for the user: one line on stderr. Other
+    warnings are the libraries' and keep Python's form."""
+    if issubclass(category, BoundWarning):
+        typer.echo(f"warning: {message}", err=True)
+    else:
+        _PYTHON_SHOW(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOW = warnings.showwarning
 
 
 app.command("solve")(plan.solve_cmd)

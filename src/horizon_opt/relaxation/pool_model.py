@@ -321,10 +321,12 @@ def pool_bound(
     seconds = time.perf_counter() - started
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN):
         raise RuntimeError(f"internal error: pool model status {solver.status_name(status)}")
-    bound = solver.best_objective_bound
-    # (an objective of integer units: its bound rounds down to one)
-    value = math.floor(bound + 1e-6) / built.scale if math.isfinite(bound) else None
     found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    # A solve stopped before its first solution (UNKNOWN: stopped in presolve, or by the search
+    # being over) reports 0 as its bound, which bounds nothing: only a solve that found a
+    # solution has proven its bound. (An objective of integer units: it rounds down to one.)
+    bound = solver.best_objective_bound if found else math.inf
+    value = math.floor(bound + 1e-6) / built.scale if math.isfinite(bound) else None
     solution = _solution(solver, built) if found else None
     optimal = status == cp_model.OPTIMAL
     return PoolBound(value, optimal, seconds, solver.deterministic_time, solution)

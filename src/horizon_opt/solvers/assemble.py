@@ -9,6 +9,7 @@ end, before any job that starts at or after that end asks for them.
 from __future__ import annotations
 
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import TypeAdapter
 
+from horizon_opt.errors import BoundWarning
 from horizon_opt.inference import Layout
 from horizon_opt.instance import Instance, topological_order
 from horizon_opt.metrics import evaluate
@@ -224,8 +226,18 @@ def stamp(
     objective = metrics.pwo
     if bound is not None:
         if bound < objective - 1e-6 * max(1.0, abs(objective)):
-            raise RuntimeError(f"internal error: bound {bound} is below the plan's pwo {objective}")
-        bound = max(bound, objective)  # float rounding must never show a negative gap
+            # A bound below a valid plan proves nothing: drop it, keep the plan.
+            warnings.warn(
+                f"{draft.solver}: the bound {bound:g} ({bound_source or 'unnamed'}) is below the "
+                f"plan's pwo {objective:g}: it proves nothing, so the plan is written without one",
+                BoundWarning,
+                stacklevel=2,
+            )
+            bound = None
+            if draft.status == "optimal":
+                draft = draft.model_copy(update={"status": "feasible"})
+        else:
+            bound = max(bound, objective)  # float rounding must never show a negative gap
     gap = None if bound is None else (bound - objective) / max(bound, 1e-9)
     return draft.model_copy(
         update={
