@@ -150,9 +150,44 @@ REPLICAS_IN_THE_WAY = {
     ],
 }
 
-OPTIMUM = {"trough": 16.0, "priority": 320.0, "fragment": 100.0, "chain": 83.5}
+# An idle 16-GPU cluster, a 48-slot horizon and one 16-GPU job of 72 slots. With an open end the
+# horizon extends to slot 72 and every solver starts it at 0: 5 * 16 * 72 = 5,760. (Without, no
+# plan can start it: test_open_end.py.)
+LONG = {
+    "name": "long",
+    "horizon": {"slots": 48, "open_end": True},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 8}],
+    "jobs": [{"id": "pretrain", "priority": 5, "gpus": 16, "duration": "72h"}],
+}
+
+# One 4-GPU node, 2-GPU replicas: demand 0, 0, 0, 1 in a 4-slot horizon with an open end. Past
+# slot 4 the forecast repeats its last value (the horizon is shorter than a day), so one replica
+# holds 2 GPUs from slot 3 on, for good: "wide" (4 GPUs for 6 slots) never fits; "half" (2 GPUs
+# for 6 slots) runs over 0-6 beside the replica: 1 * 2 * 6 = 12, the optimum.
+OPEN_TAIL = {
+    "name": "open-tail",
+    "horizon": {"slots": 4, "open_end": True},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 4}],
+    "services": [{"name": "chat", "pool": "p", "gpus_per_replica": 2, "demand": [0, 0, 0, 1]}],
+    "jobs": [
+        {"id": "wide", "priority": 1, "gpus": 4, "duration": 6},
+        {"id": "half", "priority": 1, "gpus": 2, "duration": 6},
+    ],
+}
+
+OPTIMUM = {
+    "trough": 16.0,
+    "priority": 320.0,
+    "fragment": 100.0,
+    "chain": 83.5,
+    "long": 5760.0,
+    "open-tail": 12.0,
+}
 FIFO = {"trough": 0.0, "priority": 48.0, "fragment": 20.0}
-INSTANCES = {d["name"]: d for d in (TROUGH, PRIORITY, FRAGMENT, CHAIN, LAYOUT, REPLICAS_IN_THE_WAY)}
+INSTANCES = {
+    d["name"]: d
+    for d in (TROUGH, PRIORITY, FRAGMENT, CHAIN, LAYOUT, REPLICAS_IN_THE_WAY, LONG, OPEN_TAIL)
+}
 
 
 @pytest.mark.parametrize("name", INSTANCES)

@@ -30,6 +30,7 @@ from horizon_opt.instance import (
     required_replicas,
 )
 from horizon_opt.node_names import all_node_names
+from horizon_opt.open_end import extend
 from horizon_opt.packing import pack
 from horizon_opt.spec import (
     MAX_DEMAND,
@@ -340,7 +341,7 @@ class _Compiler:
                 self.error(f"{path}.end", f"slot {given} is not after start {start}")
             elif given is not None:
                 end = given
-        if end > self.S:
+        if end > self.S and not self.spec.horizon.open_end:
             self.error(
                 f"{path}.start",
                 f"job {j.id!r} runs until slot {end}, past the horizon ({self.S} slots)",
@@ -554,7 +555,7 @@ class _Compiler:
         node_pool = np.array([p.index for p in pools for _ in range(p.nodes)], dtype=np.int64)
         node_pool.setflags(write=False)
         up.setflags(write=False)
-        return Instance(
+        compiled = Instance(
             name=self.spec.name,
             slots=self.S,
             slot_minutes=self.slot_minutes,
@@ -570,6 +571,7 @@ class _Compiler:
             now=self.now,
             teams=self.teams,
         )
+        return extend(compiled) if self.spec.horizon.open_end else compiled
 
 
 def _ranges(slots: list[int]) -> str:

@@ -175,6 +175,8 @@ class Instance:
     teams: tuple[Team, ...] = ()
     # [teams, P, S] GPUs that jobs left out of this instance hold, per team (as `held`).
     team_held: IntArray | None = field(default=None, repr=False, compare=False)
+    # With `horizon.open_end`, the slots as written, when `slots` extends them (`open_end.py`).
+    written_slots: int | None = None
 
     @property
     def hours_per_slot(self) -> float:

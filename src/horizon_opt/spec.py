@@ -131,6 +131,11 @@ class HorizonSpec(_Model):
         default=60, ge=1, le=MAX_SLOT_MINUTES, description="Length of one slot in minutes."
     )
     start: Timestamp = Field(default=None, description="Wall-clock time of slot 0 (ISO-8601).")
+    open_end: bool = Field(
+        default=False,
+        description="Jobs may run past the last slot: the planned horizon extends until every "
+        "job can end (FORMAT.md, Open end).",
+    )
 
 
 class PoolSpec(_Model):

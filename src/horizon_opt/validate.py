@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from horizon_opt.instance import BoolArray, Gang, Instance, IntArray, Job, Pool, topological_order
+from horizon_opt.open_end import open_end_hint
 from horizon_opt.packing import pack
 
 
@@ -83,7 +84,7 @@ def _job_warnings(instance: Instance) -> list[str]:
             found[j] = [
                 f"jobs[{j}].duration: its shortest run ({shortest} slots) is longer than the "
                 f"{left} slots left after its release (slot {window.earliest}): it can "
-                "never run"
+                f"never run{open_end_hint(instance)}"
             ]
         else:
             ready = window.after(earliest_end[p] for p in job.after)
@@ -93,7 +94,7 @@ def _job_warnings(instance: Instance) -> list[str]:
                 found[j] = [
                     f"jobs[{j}]: cannot end within the horizon (slot {window.horizon}) even on "
                     f"an empty cluster (inference and outages only, a start at slot {ready} or "
-                    "later): it can never run"
+                    f"later): it can never run{open_end_hint(instance)}"
                 ]
             elif not window.on_time(end):
                 found[j] = [

@@ -225,9 +225,10 @@ def validate_cmd(
         typer.echo(f"warning: {warning}")
     count = f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'}"
     verdict = "FAILED (--strict)" if strict and warnings else "OK"
-    typer.echo(
-        f"{verdict}: {len(inst.jobs)} jobs, {inst.num_nodes} nodes, {inst.slots} slots; {count}"
-    )
+    slots = f"{inst.slots} slots"
+    if inst.written_slots is not None:
+        slots = f"{inst.written_slots} slots (open end: planned over {inst.slots})"
+    typer.echo(f"{verdict}: {len(inst.jobs)} jobs, {inst.num_nodes} nodes, {slots}; {count}")
     if strict and warnings:
         raise typer.Exit(1)
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 
 from horizon_opt.inference import Layout
 from horizon_opt.instance import Instance, IntArray, Job, topological_order
+from horizon_opt.open_end import open_end_hint
 from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.borrowed import borrowed_work, team_used, within_quota
@@ -352,7 +353,10 @@ class Diagnosis:
         for p, d in sorted(job.durations.items()):
             pool, gang = self.instance.pools[p], job.gangs[p]
             if d > S:
-                parts.append(f"{pool.name}: runs {d} slots, longer than the horizon ({S})")
+                parts.append(
+                    f"{pool.name}: runs {d} slots, longer than the horizon ({S})"
+                    + open_end_hint(self.instance)
+                )
                 continue
             most = self.alone.most_nodes(p, gang, d)
             parts.append(

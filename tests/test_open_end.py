@@ -1,0 +1,152 @@
+"""An open end (`horizon.open_end`): jobs longer than what is left of the horizon still run.
+
+The compiled horizon extends until every job can end (`open_end.py`); every solver then plans
+over it and the checker checks it. Each fixture is tiny, with its arithmetic beside it.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from test_solvers import LONG, build, solve_checked
+from typer.testing import CliRunner
+
+import horizon_opt as ho
+from horizon_opt.cli import app
+from horizon_opt.errors import InstanceError
+from horizon_opt.validate import validate
+
+runner = CliRunner()
+
+
+def closed(data: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    out["horizon"]["open_end"] = False
+    return out
+
+
+@pytest.mark.parametrize("solver", ho.SOLVERS)
+def test_every_solver_starts_the_long_job_at_once(solver: str) -> None:
+    """48 slots written, a 72-slot job on an idle cluster: it runs over 0-72."""
+    inst = build(LONG)
+    assert (inst.slots, inst.written_slots) == (72, 48)
+    plan = solve_checked(inst, solver)
+    assert [(a.job, a.start, a.end) for a in plan.assignments] == [("pretrain", 0, 72)]
+    assert plan.objective == pytest.approx(5 * 16 * 72)
+
+
+@pytest.mark.parametrize("solver", ho.SOLVERS)
+def test_without_an_open_end_no_plan_starts_it(solver: str) -> None:
+    inst = build(closed(LONG))
+    assert (inst.slots, inst.written_slots) == (48, None)
+    plan = solve_checked(inst, solver)
+    assert plan.assignments == []
+    assert "longer than the horizon (48) (with horizon.open_end: true" in plan.unscheduled[0].reason
+    assert validate(inst)[0].endswith(
+        "(with horizon.open_end: true it may run past the horizon's end)"
+    )
+
+
+def test_the_forecast_repeats_its_last_day_past_the_written_end() -> None:
+    """30 hourly slots with demand 0, 1, ..., 29 and a job of 60 slots: the horizon extends by
+    30 slots, which repeat the last 24 values (6..29) and then 6..11 again; the headroom's
+    requirement follows (ceil(d * 1.5))."""
+    data = {
+        "name": "daily",
+        "horizon": {"slots": 30, "open_end": True},
+        "pools": [{"name": "p", "gpu_type": "x", "nodes": 8, "gpus_per_node": 8}],
+        "services": [
+            {
+                "name": "chat",
+                "pool": "p",
+                "gpus_per_replica": 1,
+                "headroom": 0.5,
+                "demand": list(range(30)),
+            }
+        ],
+        "jobs": [{"id": "long", "priority": 1, "gpus": 1, "duration": 60}],
+    }
+    chat = build(data).services[0]
+    expected = [*range(30), *range(6, 30), *range(6, 12)]
+    assert chat.demand.tolist() == expected
+    assert chat.req.tolist() == [int(np.ceil(d * 1.5 - 1e-9)) for d in expected]
+
+
+def test_a_chain_extends_the_horizon_for_its_last_job() -> None:
+    """ "b" runs after "a" (40 slots): its earliest start is 40, so the horizon reaches 40 + 30;
+    cpsat runs both, 8 * 40 + 8 * 30 = 560."""
+    data = {
+        "name": "chain",
+        "horizon": {"slots": 48, "open_end": True},
+        "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
+        "jobs": [
+            {"id": "a", "priority": 1, "gpus": 8, "duration": 40},
+            {"id": "b", "priority": 1, "gpus": 8, "duration": 30, "after": ["a"]},
+        ],
+    }
+    inst = build(data)
+    assert inst.slots == 70
+    plan = solve_checked(inst, "cpsat")
+    assert [(a.job, a.start, a.end) for a in plan.assignments] == [("a", 0, 40), ("b", 40, 70)]
+    assert plan.objective == pytest.approx(560.0)
+
+
+def test_a_placed_job_may_end_past_the_written_end() -> None:
+    """A re-plan at slot 10 of a job placed over 0-60 in a 48-slot horizon: with an open end it
+    is kept where it is; without, the state is refused, naming the field."""
+    data: dict[str, Any] = {
+        "name": "running",
+        "horizon": {"slots": 48, "open_end": True},
+        "now": 10,
+        "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
+        "jobs": [
+            {
+                "id": "a",
+                "priority": 1,
+                "gpus": 8,
+                "duration": 60,
+                "placed": {"pool": "p", "start": 0, "gpus": {"p-0": list(range(8))}},
+            },
+            {"id": "b", "priority": 1, "gpus": 8, "duration": 5, "release": 10},
+        ],
+    }
+    inst = build(data)
+    assert inst.slots == 65  # "b" can start at 10 at the earliest... and "a" ends at 60
+    plan = solve_checked(inst, "cpsat")
+    assert [(a.job, a.start, a.end) for a in plan.assignments] == [("a", 0, 60), ("b", 60, 65)]
+    with pytest.raises(
+        InstanceError, match=r"jobs\[0\]\.placed\.start: job 'a' runs until slot 60"
+    ):
+        build(closed(data))
+
+
+def test_an_extension_too_large_to_plan_is_refused(tmp_path: Path) -> None:
+    """1,000 nodes and a job of 100,000 slots: 100,000,000 node-slots, over the 10,000,000 that
+    horizon-opt plans. Exit 2 with one line naming the field, nothing written."""
+    data = {
+        "name": "huge",
+        "horizon": {"slots": 10, "open_end": True},
+        "pools": [{"name": "p", "gpu_type": "x", "nodes": 1000, "gpus_per_node": 8}],
+        "jobs": [{"id": "a", "priority": 1, "gpus": 8, "duration": 100_000}],
+    }
+    path = tmp_path / "huge.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "plan.json"
+    result = runner.invoke(app, ["solve", str(path), "--solver", "fifo", "-o", str(out)])
+    assert result.exit_code == 2
+    assert "horizon.open_end: the jobs need 100,000 slots to end" in result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_validate_names_both_horizons(tmp_path: Path) -> None:
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump(LONG))
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0
+    assert "48 slots (open end: planned over 72); 0 warnings" in result.output
