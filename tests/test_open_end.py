@@ -19,9 +19,14 @@ from typer.testing import CliRunner
 import horizon_opt as ho
 from horizon_opt.cli import app
 from horizon_opt.errors import InstanceError
+from horizon_opt.io import load_instance
+from horizon_opt.simulate import Noise, draw_world, policy, simulate
+from horizon_opt.simulate.audit import audit_files, write_audit
+from horizon_opt.solvers import SolveOptions
 from horizon_opt.validate import validate
 
 runner = CliRunner()
+FAST = SolveOptions(time_limit=1.0, workers=1, seed=0)
 
 
 def closed(data: dict[str, Any]) -> dict[str, Any]:
@@ -150,3 +155,19 @@ def test_validate_names_both_horizons(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 0
     assert "48 slots (open end: planned over 72); 0 warnings" in result.output
+
+
+@pytest.mark.parametrize("name", ["backfill", "cpsat@event"])
+def test_the_loop_runs_the_long_job_and_its_audit_checks(name: str, tmp_path: Path) -> None:
+    """In the replay (no noise) the 72-slot job starts at slot 0 and completes at 72, where the
+    replayed horizon ends; what ran passes the checker."""
+    inst = build(LONG)
+    replays = simulate(inst, [policy(name, 2, 1)], draw_world(inst, Noise.parse("none"), 0), FAST)
+    assert replays[0].realized_pwo == pytest.approx(5 * 16 * 72)
+    assert replays[0].completed == 1
+    audit = replays[0].audit
+    assert audit is not None
+    plan = write_audit(tmp_path, inst, audit, name)
+    actual = load_instance(tmp_path / audit_files(name)[0])
+    assert (actual.slots, actual.written_slots) == (72, None)
+    assert ho.check(actual, plan) == []

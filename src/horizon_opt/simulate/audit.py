@@ -121,9 +121,12 @@ def actual_spec(instance: Instance, audit: Audit, policy: str) -> InstanceSpec:
         s.model_copy(update={"demand": served.tolist(), "headroom": 0.0})
         for s, served in zip(spec.services, audit.served, strict=True)
     ]
+    # (the horizon as replayed: with an open end, the extended one, no longer open)
+    horizon = spec.horizon.model_copy(update={"slots": instance.slots, "open_end": False})
     return spec.model_copy(
         update={
             "name": f"{spec.name}@{policy}",
+            "horizon": horizon,
             "now": None,
             "jobs": jobs,
             "services": services,
