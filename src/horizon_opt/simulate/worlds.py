@@ -6,22 +6,26 @@ import os
 
 from horizon_opt.errors import InputError
 from horizon_opt.instance import Instance
+from horizon_opt.simulate.cluster_world import draw_cluster_world
 from horizon_opt.simulate.trace_world import draw_trace_world
 from horizon_opt.simulate.world import Noise, World, draw_world
 from horizon_opt.simulate.world_file import read_world
 
-WORLDS = ("synthetic", "trace")
+WORLDS = ("synthetic", "trace", "cluster")
 
 
 def world_for(instance: Instance, kind: str, seed: int, noise: Noise | None = None) -> World:
-    """The drawn world of `kind` for `instance`: `synthetic` (the `noise` model) or `trace`
+    """The drawn world of `kind` for `instance`: `synthetic` (the `noise` model), `trace`
     (run times, failures and cancellations shaped by real traces; of `noise` it takes only
-    `demand`, since the traces say nothing of the instance's forecasts)."""
+    `demand`, since the traces say nothing of the instance's forecasts) or `cluster` (limits,
+    outcomes and demand errors shaped like real clusters: it takes nothing of `noise`)."""
     noise = noise or Noise()
     if kind == "synthetic":
         return draw_world(instance, noise, seed)
     if kind == "trace":
         return draw_trace_world(instance, seed, noise.demand)
+    if kind == "cluster":
+        return draw_cluster_world(instance, seed)
     raise InputError([f"--world: unknown world {kind!r}; use one of {', '.join(WORLDS)}"])
 
 
@@ -38,5 +42,5 @@ def replay_world(
         if kind != "synthetic":
             raise InputError(["--actual: a world file replaces the drawn world; leave out --world"])
         return read_world(actual, instance), f"read from {actual}"
-    shape = noise if kind == "synthetic" else "trace"
+    shape = noise if kind == "synthetic" else kind
     return world_for(instance, kind, seed, noise), f"{kind} ({shape}), seed {seed}"
