@@ -82,8 +82,9 @@ WorldKind = Annotated[
     str,
     typer.Option(
         "--world",
-        help="The drawn world: synthetic (--noise) or trace (run times, failures and "
-        "cancellations shaped by real traces).",
+        help="The drawn world: synthetic (--noise), trace (run times, failures and "
+        "cancellations shaped by real traces) or cluster (limits users give, failures by gang "
+        "size, demand errors of a real LLM service; docs/simulate.md).",
     ),
 ]
 Actual = Annotated[
