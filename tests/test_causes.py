@@ -115,7 +115,8 @@ def test_no_fitting_pool(solver: str) -> None:
             "no-fitting-pool",
             "no allowed pool can hold its gang: a: at most 0 of its 1 nodes keep 4 GPUs free "
             "for 2 slots in a row beside inference and outages (it needs 1); b: runs 5 slots, "
-            "longer than the horizon (4)",
+            "longer than the horizon (4) (with horizon.open_end: true it may run past the horizon's "
+            "end)",
         )
     }
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from test_snapshot import ROOT, along, assert_same, demands, nows, round_trip
 from test_solvers import LONG, build, solve_checked
 from typer.testing import CliRunner
 
@@ -22,6 +23,7 @@ from horizon_opt.errors import InstanceError
 from horizon_opt.io import load_instance
 from horizon_opt.simulate import Noise, draw_world, policy, simulate
 from horizon_opt.simulate.audit import audit_files, write_audit
+from horizon_opt.snapshot import instance_at
 from horizon_opt.solvers import SolveOptions
 from horizon_opt.validate import validate
 
@@ -171,3 +173,45 @@ def test_the_loop_runs_the_long_job_and_its_audit_checks(name: str, tmp_path: Pa
     actual = load_instance(tmp_path / audit_files(name)[0])
     assert (actual.slots, actual.written_slots) == (72, None)
     assert ho.check(actual, plan) == []
+
+
+@pytest.mark.parametrize("file", ["instances/demo.yaml", "instances/bench/trace-small-s0.yaml"])
+def test_states_of_an_open_end_equal_their_round_trip(file: str) -> None:
+    """A replay's states (`instance_at`) of an instance with an open end are the instances their
+    specs compile to: the horizon extends (or shrinks back) as the jobs left need, and the
+    forecast past the written end is the written last day's."""
+    written = load_instance(ROOT / file)
+    spec = written.spec.model_copy(
+        update={"horizon": written.spec.horizon.model_copy(update={"open_end": True})}
+    )
+    inst = ho.compile_instance(spec, demands(written))
+    plan = ho.solve(inst, "greedy")
+    for now in nows(inst):
+        keep, running = along(inst, plan, now)
+        fast = instance_at(inst, now, keep, running)
+        assert_same(fast, round_trip(inst, now, keep, running))
+        assert_same(fast, ho.compile_instance(fast.spec, demands(inst)))
+
+
+@pytest.mark.parametrize("name", ["backfill", "greedy", "cpsat@event", "backfill-expect"])
+def test_the_loop_starts_a_job_that_outlasts_the_horizon_when_it_arrives(name: str) -> None:
+    """A closed 48-slot horizon, an idle cluster and a 24-slot job released at slot 30: a plan of
+    the file could never start it (30 + 24 > 48), but the replay's planners plan with an open
+    end, so it starts on arrival instead of waiting out the horizon while its GPUs sit idle."""
+    data = {
+        "name": "late",
+        "horizon": {"slots": 48},
+        "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
+        "jobs": [
+            {"id": "early", "priority": 1, "gpus": 8, "duration": 4},
+            {"id": "late", "priority": 1, "gpus": 8, "duration": 24, "release": 30},
+        ],
+    }
+    inst = build(data)
+    assert ho.solve(inst, "backfill").unscheduled[0].job == "late"
+    r = simulate(inst, [policy(name, 4, 2)], draw_world(inst, Noise.parse("none"), 0), FAST)[0]
+    assert r.audit is not None
+    assert {run.job: (run.start, run.outcome) for run in r.audit.runs} == {
+        "early": (0, "completed"),
+        "late": (30, "unfinished"),
+    }

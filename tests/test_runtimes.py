@@ -178,7 +178,8 @@ def test_inference_takes_back_what_a_bet_on_borrowed_time_holds() -> None:
 
 
 def test_a_planned_start_takes_back_what_a_bet_on_borrowed_time_holds() -> None:
-    """Horizon 6 slots. `big` (16 GPUs, limit 6, released at 1): 1 + 6 > 6, bet on for 3 slots
+    """Horizon 6 slots. `big` (16 GPUs, limit 6, released at 1, deadline 6): 1 + 6 > 6, bet on
+    for 3 slots
     (1-4), runs its whole limit in the world. `next` (16 GPUs, limit 1, priority 1, released at
     4) fits its limit: at slot 4 big is on borrowed time, planners see it ending at 5, so next
     is planned at 5 on big's GPUs, and at 5 big is preempted (16 GPUs x 4 h = 64 GPU-hours lost)
@@ -187,7 +188,14 @@ def test_a_planned_start_takes_back_what_a_bet_on_borrowed_time_holds() -> None:
         {
             "horizon": {"slots": 6, "slot_minutes": 60},
             "jobs": [
-                {"id": "big", "priority": 2, "gpus": 16, "duration": 6, "release": 1},
+                {
+                    "id": "big",
+                    "priority": 2,
+                    "gpus": 16,
+                    "duration": 6,
+                    "release": 1,
+                    "deadline": 6,
+                },
                 {"id": "next", "priority": 1, "gpus": 16, "duration": 1, "release": 4},
             ],
         }

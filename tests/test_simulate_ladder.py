@@ -81,7 +81,8 @@ def test_told_arrivals_keep_room_for_work_that_arrives() -> None:
     """`low` (priority 1, 4 slots) is there at slot 0; `high` (priority 5, 3 slots, deadline 4)
     arrives at slot 1. Not told, greedy starts `low` at 0 and `high` can no longer end by 4:
     realized 1 * 4 * 4 = 16. Told every arrival (-arrivals), it keeps slots 1-4 for `high`:
-    5 * 4 * 3 = 60, and `low` (4 slots) no longer fits in the horizon's last 2."""
+    5 * 4 * 3 = 60, and `low` starts at 4 (the replay's planners plan with an open end), still
+    running when the replay ends at 6."""
     inst = one(
         {"id": "low", "priority": 1, "gpus": 4, "duration": 4},
         {"id": "high", "priority": 5, "gpus": 4, "duration": 3, "release": 1, "deadline": 4},
@@ -90,7 +91,7 @@ def test_told_arrivals_keep_room_for_work_that_arrives() -> None:
     plain = replay(inst, w, policy("greedy", 2, 0), FAST)
     told = replay(inst, w, policy("greedy-arrivals", 2, 0), FAST)
     assert (plain.realized_pwo, told.realized_pwo) == (16.0, 60.0)
-    assert starts(told) == {"high": 1}
+    assert starts(told) == {"high": 1, "low": 4}
 
 
 @pytest.mark.parametrize(

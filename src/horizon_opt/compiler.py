@@ -6,7 +6,7 @@ per problem, each naming its field path (`jobs[3].duration.h100: ...`), as FORMA
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -15,6 +15,7 @@ from horizon_opt.compiler_placed import gpus_by_node
 from horizon_opt.errors import InstanceError
 from horizon_opt.instance import (
     BoolArray,
+    FloatArray,
     Gang,
     Instance,
     IntArray,
@@ -48,9 +49,18 @@ from horizon_opt.windows import first_start
 class _Compiler:
     """Builds an `Instance`, collecting every problem instead of stopping at the first."""
 
-    def __init__(self, spec: InstanceSpec, demands: Mapping[int, Sequence[float]]) -> None:
+    def __init__(
+        self,
+        spec: InstanceSpec,
+        demands: Mapping[int, Sequence[float]],
+        passed: Collection[int] = (),
+        planned_slots: int | None = None,
+    ) -> None:
         self.spec = spec
         self.demands = demands
+        self.passed = passed  # the services whose demand was passed in, not written inline
+        self.tails: dict[int, FloatArray] = {}  # service -> its passed demand past slot S
+        self.planned_slots = planned_slots  # with an open end: plan over exactly these
         self.problems: list[str] = []
         self.warnings: list[str] = []
         self.S = spec.horizon.slots
@@ -204,6 +214,10 @@ class _Compiler:
                 )
                 pool = None
             demand = np.asarray(self.demands.get(i, ()), dtype=np.float64)
+            if self.spec.horizon.open_end and i in self.passed and len(demand) > self.S:
+                # (a series passed in compiled, extension included: `open_end.extend` keeps it)
+                self.tails[len(services)] = demand[self.S :]
+                demand = demand[: self.S]
             if len(demand) != self.S:
                 self.error(
                     f"{path}.demand", f"expected {self.S} values (one per slot), got {len(demand)}"
@@ -571,7 +585,9 @@ class _Compiler:
             now=self.now,
             teams=self.teams,
         )
-        return extend(compiled) if self.spec.horizon.open_end else compiled
+        if not self.spec.horizon.open_end:
+            return compiled
+        return extend(compiled, self.tails, exactly=self.planned_slots)
 
 
 def _ranges(slots: list[int]) -> str:
@@ -590,11 +606,16 @@ def _ranges(slots: list[int]) -> str:
 
 
 def compile_instance(
-    spec: InstanceSpec, demands: Mapping[int, Sequence[float]] | None = None
+    spec: InstanceSpec,
+    demands: Mapping[int, Sequence[float]] | None = None,
+    planned_slots: int | None = None,
 ) -> Instance:
-    """Validate and compile a spec. `demands` overrides service demand (e.g. read from CSV files)."""
+    """Validate and compile a spec. `demands` overrides service demand (e.g. read from CSV files;
+    with an open end, a compiled series may go on past the horizon as written).
+    `planned_slots`: with an open end, the horizon to plan over instead of the one its jobs
+    need (a state compiled again with holds keeps the horizon it had)."""
     resolved: dict[int, Sequence[float]] = {
         i: s.demand for i, s in enumerate(spec.services) if isinstance(s.demand, list)
     }
     resolved.update(demands or {})
-    return _Compiler(spec, resolved).build()
+    return _Compiler(spec, resolved, set(demands or ()), planned_slots).build()

@@ -12,12 +12,13 @@ rather than valuing a job's part inside it (docs/design.md, "Open end").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
 
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import Instance, Service, required_replicas
+from horizon_opt.instance import FloatArray, Instance, Service, required_replicas
 from horizon_opt.spec import MAX_NODE_SLOTS
 
 
@@ -35,17 +36,33 @@ def needed_slots(instance: Instance) -> int:
     its slowest pool: so each job alone could still run after what runs now."""
     placed_ends = [j.placed.end for j in instance.jobs if j.placed is not None]
     held_until = max(placed_ends, default=0)
-    ends = [instance.slots, held_until]
+    ends = [instance.written_slots or instance.slots, held_until]
     for job, window in zip(instance.jobs, instance.windows, strict=True):
         if job.placed is None:
             ends.append(max(window.ready, held_until) + max(job.durations.values()))
     return max(ends)
 
 
-def extend(instance: Instance) -> Instance:
-    """The instance over `needed_slots` slots (itself when every job already ends in time)."""
-    slots = needed_slots(instance)
-    if slots == instance.slots:
+def extend(
+    instance: Instance,
+    tails: Mapping[int, FloatArray] | None = None,
+    at_least: int = 0,
+    exactly: int | None = None,
+) -> Instance:
+    """The instance over `needed_slots` slots (itself when they are its own). Each service's
+    demand past the horizon as written is its `tails` series (default: what the instance
+    already has there) as far as it goes, then the last written day repeated; so a state built
+    from an extended instance equals the one its spec compiles to, however often it grew or
+    shrank before. `at_least`: the slots it keeps however few it needs (a replay's states
+    never shrink, so that a plan made before still fits the state after); `exactly`: the slots
+    it plans over, however many it would need (a state compiled again keeps its horizon), but
+    never fewer than its placed jobs' ends."""
+    if exactly is None:
+        slots = max(needed_slots(instance), at_least)
+    else:
+        ends = [j.placed.end for j in instance.jobs if j.placed is not None]
+        slots = max(exactly, *ends, instance.written_slots or instance.slots)
+    if slots == instance.slots and not tails:
         return instance
     if instance.num_nodes * slots > MAX_NODE_SLOTS:
         raise InstanceError(
@@ -59,12 +76,18 @@ def extend(instance: Instance) -> Instance:
         raise InstanceError(
             [f"horizon.open_end: slot {slots:,}, where the jobs end, is after the year 9999"]
         )
-    more = slots - instance.slots
-    up = np.concatenate([instance.up, np.ones((instance.num_nodes, more), dtype=np.bool_)], 1)
+    written = instance.written_slots or instance.slots
+    if tails is None:
+        tails = {s.index: s.demand[written:] for s in instance.services}
+    more = slots - written
+    up = np.concatenate([instance.up[:, :written], np.ones((instance.num_nodes, more), bool)], 1)
     up.setflags(write=False)
     day = _slots_per_day(instance.slot_minutes)
-    services = tuple(_extend_service(s, more, day) for s in instance.services)
-    return replace(instance, slots=slots, up=up, services=services, written_slots=instance.slots)
+    services = tuple(
+        _extend_service(s, written, more, day, tails.get(s.index)) for s in instance.services
+    )
+    extended = written if slots > written else None
+    return replace(instance, slots=slots, up=up, services=services, written_slots=extended)
 
 
 def _in_calendar(instance: Instance, slot: int) -> bool:
@@ -90,8 +113,13 @@ def repeat_last_day(series: np.ndarray, more: int, day: int) -> np.ndarray:
     return np.concatenate([series, tail])
 
 
-def _extend_service(service: Service, more: int, day: int) -> Service:
-    demand = repeat_last_day(service.demand, more, day)
+def _extend_service(
+    service: Service, written: int, more: int, day: int, tail: FloatArray | None
+) -> Service:
+    demand = repeat_last_day(service.demand[:written], more, day)
+    if tail is not None:
+        given = tail[:more]
+        demand[written : written + len(given)] = given
     req = required_replicas(demand, service.headroom)
     demand.setflags(write=False)
     req.setflags(write=False)

@@ -18,6 +18,7 @@ import numpy as np
 from horizon_opt.compiler import _Compiler
 from horizon_opt.errors import InstanceError
 from horizon_opt.instance import Instance, IntArray, Job, Placed
+from horizon_opt.open_end import extend
 from horizon_opt.spec import InstanceSpec, PlacedSpec
 from horizon_opt.windows import first_start
 
@@ -39,6 +40,7 @@ def instance_at(
     now: int,
     keep: Collection[str] | Collection[int],
     running: Mapping[str, Running | PlacedSpec] | Mapping[int, Running | PlacedSpec],
+    at_least: int = 0,
 ) -> Instance:
     """The state at `now`: the `keep` jobs (ids or indices of `instance`) and the `running` ones,
     renumbered in file order; the other jobs have ended and leave every `after` list.
@@ -50,6 +52,8 @@ def instance_at(
     that the services' required replicas still fit beside the placed jobs, which every state
     built from checked plans satisfies. Raises InstanceError for a placement the compiler
     would refuse, ValueError when the arguments cannot describe a state of `instance`.
+    With an open end, the state's horizon is extended as its spec's would be, but to at least
+    `at_least` slots (`open_end.extend`).
     """
     _check_source(instance, now)
     running_at = {_index(instance, k): run for k, run in running.items()}
@@ -82,7 +86,7 @@ def instance_at(
         problems = _check_placed(instance, jobs, now)
     if problems:
         raise InstanceError(problems)
-    return Instance(
+    state = Instance(
         name=instance.name,
         slots=instance.slots,
         slot_minutes=instance.slot_minutes,
@@ -97,7 +101,9 @@ def instance_at(
         warnings=instance.warnings,  # the compiler warns only about outages, which are the same
         now=now,
         teams=instance.teams,
+        written_slots=instance.written_slots,
     )
+    return extend(state, at_least=at_least) if instance.spec.horizon.open_end else state
 
 
 def _job(job: Job, index: int, after: tuple[int, ...], release: int, placed: Placed | None) -> Job:
@@ -166,7 +172,7 @@ def _placement(
         problems.append(f"{path}.start: slot {start} is before its release (slot {job.release})")
     if end <= start:
         problems.append(f"{path}.end: slot {end} is not after start {start}")
-    elif end > S:
+    elif end > S and not instance.spec.horizon.open_end:
         problems.append(f"{path}.start: job {job.id!r} runs until slot {end}, past the horizon")
     elif end <= now:
         problems.append(f"{path}.start: job {job.id!r} ended at slot {end}, at or before now")

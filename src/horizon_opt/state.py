@@ -90,5 +90,6 @@ def hold_starts(
 def _compiled(spec: InstanceSpec, holds: dict[str, PlacedSpec], instance: Instance) -> Instance:
     # Services compile in file order, so a service's index is its position in the spec; its
     # demand is passed on as compiled (a CSV file is read once, when the instance is loaded).
+    # With an open end it keeps its horizon: the plan made for it is checked against it.
     demands = {s.index: s.demand.tolist() for s in instance.services}
-    return compile_instance(with_placed(spec, holds, instance.now), demands)
+    return compile_instance(with_placed(spec, holds, instance.now), demands, instance.slots)

@@ -104,6 +104,11 @@ class LoopRow:
     max_solver_seconds: float | None = None
     promised: int | None = None
     promise_error_hours: float | None = None
+    window_start: int | None = None  # the measured window, slots (`simulate.window`)
+    window_end: int | None = None
+    window_pwo: float | None = None
+    window_vs_backfill: float | None = None
+    window_utilization: float | None = None
     wall_seconds: float | None = None
     peak_mib: float | None = None
     error: str = ""

@@ -34,11 +34,13 @@ from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
 from horizon_opt.simulate.replay_figures import Replay
 from horizon_opt.simulate.runtimes import Predicted, RunTimes
+from horizon_opt.simulate.window import Window, WindowTally
 from horizon_opt.simulate.world import World
 from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.reclaim import quotas_bind
+from horizon_opt.spec import InstanceSpec
 
 
 @dataclass
@@ -49,6 +51,18 @@ class _Run:
     end: int  # real end (early, or at the estimate)
     gpus: dict[int, tuple[int, ...]]  # node -> GPU indices
     fails: bool
+
+
+def open_ended(instance: Instance, spec: InstanceSpec | None = None) -> Instance:
+    """`spec` (default: the instance's) compiled with an open end, with the instance's forecast:
+    what a replay's planners plan on. A loop re-plans, so the end of the horizon it replays is
+    no deadline of its own: with the horizon closed, a job longer than what is left of it would
+    wait, re-plan after re-plan, while GPUs it could use sit idle (FORMAT.md, "Open end")."""
+    spec = spec or instance.spec
+    horizon = spec.horizon.model_copy(update={"open_end": True})
+    written = instance.written_slots or instance.slots
+    demands = {s.index: s.demand[:written].tolist() for s in instance.services}
+    return compile_instance(spec.model_copy(update={"horizon": horizon}), demands)
 
 
 def require_empty_cluster(instance: Instance, name: str | None = None) -> None:
@@ -72,18 +86,21 @@ class _Replayer:
         policy: Policy,
         options: SolveOptions,
         on_decision: Callable[[str], None] | None,
+        window: Window,
     ) -> None:
         require_empty_cluster(instance)
         self.inst = instance
         self.world = world
-        demands = {s.index: s.demand.tolist() for s in instance.services}
-        # What the planners are told: the estimates, or the actual run times (`-runtimes`).
-        self.told = instance
+        # What the planners are told: the estimates, or the actual run times (`-runtimes`),
+        # with an open end (`open_ended`).
+        self.told = open_ended(instance)
+        self.planned_slots = 0  # the horizon of the last state planned on
+        self.tally = WindowTally(window)
         if policy.knows_runtimes:
-            self.told = compile_instance(told_spec(instance, world), demands)
+            self.told = open_ended(instance, told_spec(instance, world))
         learned = policy.predict if policy.expect is None else policy.expect
         self.runtimes = None if learned is None else RunTimes(learned)
-        self.predicted = Predicted(instance) if self.runtimes is not None else None
+        self.predicted = Predicted(self.told) if self.runtimes is not None else None
         self.believed: dict[int, int] = {}  # running job planned on a prediction -> planned end
         self.expected: dict[int, int] = {}  # `-expect`: running job -> the end plans last saw
         self.predict: set[int] = set()  # the jobs the last state planned on a prediction
@@ -165,11 +182,12 @@ class _Replayer:
             self.predict = self.to_predict(t)
             told = self.predicted.told(self.runtimes, running, self.predict)
         try:
-            state = instance_at(told, t, self.known(t), running)
+            state = instance_at(told, t, self.known(t), running, self.planned_slots)
         except InstanceError as exc:  # the replay only builds states that its plans allow
             raise RuntimeError(
                 f"internal error: the state at slot {t} does not compile: {exc}"
             ) from exc
+        self.planned_slots = state.slots  # (a later state keeps them: this plan must fit it)
         if not self.policy.keep_promises:
             return state
         waiting = {
@@ -186,7 +204,7 @@ class _Replayer:
         if not full:  # between re-plans: hold every promise, place the rest into the gaps
             assert self.plan is not None
             fill = replan(
-                state, self.plan, self.policy.fill, self.options, freeze_slots=self.inst.slots
+                state, self.plan, self.policy.fill, self.options, freeze_slots=state.slots
             )
             new = fill.plan
         elif self.plan is not None and not self.policy.online:
@@ -238,7 +256,7 @@ class _Replayer:
         layout = plan_layout(state, plan)
         if layout is None:  # every plan was checked: its blocks are a layout of the instance
             raise RuntimeError(f"internal error: {plan.solver}'s inference blocks are no layout")
-        self.reserved = inst.capacity - layout.free
+        self.reserved = inst.capacity - layout.free[:, : inst.slots]  # (plans reach past it)
         self.layout_replicas = layout.replicas
         self.replicas = {s.index: layout.replicas[s.index].sum(axis=0) for s in inst.services}
 
@@ -263,6 +281,8 @@ class _Replayer:
                 self.done.add(j)
                 if self.inst.windows[j].on_time(run.end):
                     self.realized += job.value
+                if job.deadline is None or run.end <= job.deadline:
+                    self.tally.completed(job.value, run.start, run.end)
         return bool(ended)
 
     def record(self, run: _Run, outcome: str, end: int | None = None) -> None:
@@ -529,11 +549,15 @@ class _Replayer:
                 )
             batch += float(used.sum())
             serving += served
+            self.tally.slot(t, float(used.sum()) + served, float(inst.capacity[:, t].sum()))
             available += float(inst.capacity[:, t].sum())
             demand += wanted
             short += missing
         self.end_jobs(inst.slots)  # the jobs that end with the horizon
         for run in self.running.values():  # a job planned on less than its limit may run on
+            job = inst.jobs[run.job]
+            if not run.fails and (job.deadline is None or run.end <= job.deadline):
+                self.tally.completed(job.value, run.start, run.end)  # (it would complete)
             self.record(run, "unfinished", end=inst.slots)
         by_slot.append(self.realized)
         promised, promise_error = self.promise_figures()
@@ -561,6 +585,10 @@ class _Replayer:
             promised=promised,
             promise_error_hours=promise_error,
             audit=Audit(self.runs, self.ran_replicas, self.served),
+            window_start=self.tally.window.start,
+            window_end=self.tally.window.end,
+            window_pwo=self.tally.pwo,
+            window_utilization=self.tally.utilization,
         )
 
 
@@ -570,15 +598,18 @@ def replay(
     policy: Policy,
     options: SolveOptions | None = None,
     on_decision: Callable[[str], None] | None = None,
+    window: Window | None = None,
 ) -> Replay:
     """Replay `policy` on `instance` in `world`, from an empty cluster at slot 0 (without
-    `options`, plans search with `params.LOOP`). With one worker every plan is repeatable
+    `options`, plans search with `params.LOOP`), counting `window` apart (default: the middle
+    half, `simulate.window`). With one worker every plan is repeatable
     (`SolveOptions.repeatable`): a rerun makes the same decisions under any load, so two
     policies differ by what they decide, not by the machine."""
     options = options or SolveOptions(params=LOOP)
     if options.workers == 1:
         options = replace(options, repeatable=True)
-    return _Replayer(instance, world, policy, options, on_decision).run()
+    window = window or Window.middle(instance.slots)
+    return _Replayer(instance, world, policy, options, on_decision, window).run()
 
 
 def simulate(
@@ -587,10 +618,11 @@ def simulate(
     world: World,
     options: SolveOptions | None = None,
     on_decision: Callable[[str, str], None] | None = None,
+    window: Window | None = None,
 ) -> list[Replay]:
     """Replay every policy in the same world (`on_decision(policy, line)` after each plan)."""
     out = []
     for p in policies:
         report = None if on_decision is None else partial(on_decision, p.name)
-        out.append(replay(instance, world, p, options, report))
+        out.append(replay(instance, world, p, options, report, window))
     return out

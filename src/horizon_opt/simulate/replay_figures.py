@@ -40,6 +40,12 @@ class Replay:
     # realized pwo at each slot boundary 0..S (jobs ended by then)
     realized_by_slot: list[float] = field(default_factory=list)
     audit: Audit | None = field(default=None, repr=False)  # what really ran (see `audit`)
+    # The measured window [start, end) (slots) and what it realized there (`simulate.window`):
+    # each completing run's value times its share inside it, and GPUs used over available.
+    window_start: int = 0
+    window_end: int = 0
+    window_pwo: float = 0.0
+    window_utilization: float = 0.0
 
     SERIES = (
         "realized_by_slot",

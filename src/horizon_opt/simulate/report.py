@@ -29,6 +29,7 @@ def rows(replays: Sequence[Replay]) -> list[dict[str, Any]]:
     """One flat row per policy (no per-slot series), with pwo relative to the baselines and,
     when an `-oracle` policy was replayed, as a share of that top rung."""
     realized = {r.policy: r.realized_pwo for r in replays}
+    in_window = {r.policy: r.window_pwo for r in replays}
     top = top_rung(replays)
     out = []
     for r in replays:
@@ -36,6 +37,8 @@ def rows(replays: Sequence[Replay]) -> list[dict[str, Any]]:
         for base in BASELINES:
             if base in realized and realized[base] > 0:
                 row[f"vs_{base}"] = r.realized_pwo / realized[base] - 1
+        if in_window.get("backfill", 0) > 0:
+            row["window_vs_backfill"] = r.window_pwo / in_window["backfill"] - 1
         if top is not None and top.realized_pwo > 0:
             row["of_top"] = r.realized_pwo / top.realized_pwo
         out.append(row)
@@ -69,6 +72,7 @@ def format_table(replays: Sequence[Replay]) -> str:
     """A markdown table: what each policy realized, and what its plans cost to make."""
     head = (
         "| policy | planned pwo | realized pwo | vs fifo | vs backfill | of top rung | utilization | "
+        "window pwo (vs backfill) | window utilization | "
         "preemptions (GPU-h lost) | SLO short | promise error h (jobs) | moved / re-plan | "
         "plans | solver s |"
     )
@@ -79,6 +83,8 @@ def format_table(replays: Sequence[Replay]) -> str:
             f"| {r.policy} | {planned} | {r.realized_pwo:,.0f} | {_pct(row.get('vs_fifo'))} | "
             f"{_pct(row.get('vs_backfill'))} | {_share(row.get('of_top'))} | "
             f"{100 * r.realized_utilization:.1f}% | "
+            f"{r.window_pwo:,.0f} ({_pct(row.get('window_vs_backfill'))}) | "
+            f"{100 * r.window_utilization:.1f}% | "
             f"{_preempted(r)} ({r.lost_gpu_hours:,.0f}) | {100 * r.slo_short_share:.2f}% | "
             f"{r.promise_error_hours:.1f} ({r.promised}) | {r.mean_moved:.1f} | {r.decisions} | {r.solver_seconds:,.1f} |"
         )
