@@ -553,7 +553,8 @@ def test_warning_job_longer_than_the_horizon_after_its_release() -> None:
     found = warnings_of({"id": "long", "priority": 1, "gpus": 1, "duration": 4, "release": 3})
     assert found == [
         "jobs[0].duration: its shortest run (4 slots) is longer than the 3 slots left after its "
-        "release (slot 3): it can never run"
+        "release (slot 3): it can never run (with horizon.open_end: true it may run past the "
+        "horizon's end)"
     ]
 
 

@@ -201,9 +201,9 @@ def test_loop_plans_go_without_the_pool_start(
     seen: list[SolveOptions] = []
     real = run_module.simulate
 
-    def spy(*args: Any) -> Any:
+    def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(args[3])
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(run_module, "simulate", spy)
     path = tmp_path / "gangs.yaml"

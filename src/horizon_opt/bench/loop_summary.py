@@ -40,14 +40,33 @@ def median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def ratios(runs: Sequence[Run], policy: str, base: str) -> list[float]:
-    """Per run: the policy's realized pwo over the base's (runs where both replayed and the
-    base realized something)."""
-    return [
-        figure(r[policy].realized_pwo) / figure(r[base].realized_pwo)
-        for r in runs
-        if policy in r and base in r and figure(r[base].realized_pwo) > 0
-    ]
+def ratios(
+    runs: Sequence[Run],
+    policy: str,
+    base: str,
+    value: Callable[[LoopRow], float | None] = lambda row: row.realized_pwo,
+) -> list[float]:
+    """Per run: the policy's realized pwo (or another `value`) over the base's (runs where both
+    replayed and the base has it above 0; rows written before a figure existed leave it out)."""
+    out = []
+    for r in runs:
+        if policy not in r or base not in r:
+            continue
+        mine, theirs = value(r[policy]), value(r[base])
+        if mine is not None and theirs is not None and theirs > 0:
+            out.append(mine / theirs)
+    return out
+
+
+def spread(ratios: Sequence[float]) -> str:
+    """`median / worst, above in k of n` of per-run ratios to a peer, as percentages."""
+    if not ratios:
+        return "-"
+    above = sum(x > 1 for x in ratios)
+    return (
+        f"{100 * (statistics.median(ratios) - 1):+.1f}% / {100 * (min(ratios) - 1):+.1f}%, "
+        f"{above} of {len(ratios)}"
+    )
 
 
 def top_shares(rows: Sequence[LoopRow], top: str) -> dict[Group, dict[str, float | None]]:
@@ -96,7 +115,8 @@ def _med(
 
 def policy_table(rows: Sequence[LoopRow], top: str, order: Sequence[str], base: str) -> str:
     """Per family, world and policy: medians of realized pwo, of the per-run ratios to the base
-    policy and to the top rung, SLO shortfall, preemptions, GPU-hours lost, the error of starts
+    policy (and in the measured window: median, worst, and in how many runs above it) and to
+    the top rung, SLO shortfall, preemptions, GPU-hours lost, the error of starts
     promised 2 h or more ahead, and plan time."""
     lines: list[list[str]] = []
     for (family, world), runs in runs_by_group(rows).items():
@@ -114,6 +134,7 @@ def policy_table(rows: Sequence[LoopRow], top: str, order: Sequence[str], base: 
                     str(len(done)),
                     _fmt(_med(runs, p, lambda r: r.realized_pwo), ",.0f"),
                     _fmt(None if vs_base is None else vs_base - 1, "+.1f", 100, "%"),
+                    spread(ratios(runs, p, base, lambda r: r.window_pwo)),
                     _fmt(median(ratios(runs, p, top)), ".1f", 100, "%"),
                     _fmt(_med(runs, p, lambda r: r.slo_short_share), ".2f", 100, "%"),
                     _fmt(_med(runs, p, lambda r: r.preemptions), "g"),
@@ -123,6 +144,7 @@ def policy_table(rows: Sequence[LoopRow], top: str, order: Sequence[str], base: 
                 ]
             )
     header = ["family", "world", "policy", "runs", "realized pwo", f"vs {base}"]
+    header += [f"window vs {base} (median / worst, runs above)"]
     header += [f"share of {top}", "SLO short", "preemptions", "GPU-h lost", "promise error h"]
     return markdown_table([*header, "plan s (total / max one)"], lines) + "\n"
 
