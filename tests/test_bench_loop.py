@@ -274,6 +274,7 @@ def test_loop_summary_by_hand() -> None:
             status=status,
             valid="yes" if status == "replayed" else "",
             realized_pwo=pwo,
+            window_pwo=pwo / 2,
             slo_short_share=0.01 * seed,
             preemptions=seed,
             lost_gpu_hours=10.0 * seed,
@@ -302,14 +303,19 @@ def test_loop_summary_by_hand() -> None:
     assert "| policy | fam / synthetic |" in text
     assert "| backfill | 75.0% |" in text and "| cpsat | 60.0% |" in text
     assert "| cpsat-oracle | 100.0% |" in text
-    # cpsat: realized 90, 60 -> 75; vs backfill 90/75, 60/50 -> 1.2, 1.2 -> +20%; SLO short
-    # 0, 1% -> 0.50%; preemptions 0, 1 -> 0.5; GPU-h 0, 10 -> 5; plan s 0, 2 -> 1, max 2
+    # cpsat: realized 90, 60 -> 75; vs backfill 90/75, 60/50 -> 1.2, 1.2 -> +20%, in the window
+    # (half of each) too: worst +20%, above in 2 of 2; SLO short 0, 1% -> 0.50%; preemptions
+    # 0, 1 -> 0.5; GPU-h 0, 10 -> 5; plan s 0, 2 -> 1, max 2
     assert (
-        "| fam | synthetic | cpsat | 2 | 75 | +20.0% | 60.0% | 0.50% | 0.5 | 5 | - | 1.0 / 2.0 |"
-        in text
+        "| fam | synthetic | cpsat | 2 | 75 | +20.0% | +20.0% / +20.0%, 2 of 2 | 60.0% | 0.50% | "
+        "0.5 | 5 | - | 1.0 / 2.0 |" in text
     )
-    # cpsat-oracle: 100, 200, 100 -> 100; vs backfill 1.33, 4, 1.11 -> +33.3%
-    assert "| fam | synthetic | cpsat-oracle | 3 | 100 | +33.3% | 100.0% | 1.00% | 1 |" in text
+    # cpsat-oracle: 100, 200, 100 -> 100; vs backfill 1.33, 4, 1.11 -> +33.3%, worst +11.1%
+    assert (
+        "| fam | synthetic | cpsat-oracle | 3 | 100 | +33.3% | +33.3% / +11.1%, 3 of 3 | 100.0% | "
+        "1.00% | 1 |" in text
+    )
+    assert "| fam | synthetic | backfill | 3 | 75 | +0.0% | +0.0% / +0.0%, 0 of 3 |" in text
     assert "| fam-medium-s2 | synthetic | 2 | error | - | boom |" in text
     shares = bench.loop_summary.top_shares(rows, "backfill")  # another top: the median ratio
     assert shares[("fam", "synthetic")]["cpsat-oracle"] == pytest.approx(100 / 75)
