@@ -1,11 +1,14 @@
 """Loop mechanisms on many draws of one instance's world: paired, repeatable replays.
 
 Each variant (a policy, optionally with cpsat search parameters changed) is replayed in the
-synthetic worlds of seeds 0..N-1 of one instance, beside backfill in the same world; cpsat plans
-with one worker, so every replay is repeatable (`SolveOptions.repeatable`) and two variants
-differ by what they decide, not by the machine's load. Reports per variant the median, mean and
-worst realized pwo against backfill's, how many seeds it beats backfill on, the median promise
-error (docs/simulate.md), and per seed.
+worlds of seeds 0..N-1 of one instance (`--world`: synthetic, trace or cluster), with solver
+seeds 0..K-1 (`--solver-seeds`), beside its peer in the same world: backfill, or the better of
+backfill and backfill-expect (`--peer best`, told no more than an -expect variant is). cpsat
+plans with one worker, so every replay is repeatable (`SolveOptions.repeatable`) and two
+variants differ by what they decide, not by the machine's load. Reports per variant the median,
+mean and worst realized pwo (or pwo in the measured window, `--figure window`) against the
+peer's, on how many (world, solver seed) pairs it beats the peer, the median promise error
+(docs/simulate.md), and per pair.
 
     .venv/bin/python benchmarks/loop_seeds.py --jobs 2 --seeds 10 \\
         --out benchmarks/results/loop_seeds.md
@@ -25,7 +28,9 @@ import horizon_opt as ho
 from horizon_opt.params import LOOP
 from horizon_opt.simulate.engine import replay
 from horizon_opt.simulate.policy import policy
-from horizon_opt.simulate.world import Noise, draw_world
+from horizon_opt.simulate.replay_figures import Replay
+from horizon_opt.simulate.world import Noise
+from horizon_opt.simulate.worlds import WORLDS, world_for
 
 HERE = Path(__file__).resolve().parent
 # label -> (policy, cpsat search parameters changed from the defaults, stability weight, weight
@@ -56,43 +61,67 @@ VARIANTS: dict[str, tuple[str, dict[str, object], float, float]] = {
 }
 
 
-def run(path: str, seed: int, seconds: float, labels: tuple[str, ...]) -> dict[str, float]:
-    """Realized pwo (`LABEL`) and promise error (`LABEL h`) of backfill and of each variant in
-    the world of `seed`."""
+PEERS = ("backfill", "backfill-expect")  # `--peer best` takes the better of these
+
+
+def run(
+    path: str, seed: int, solver_seed: int, seconds: float, labels: tuple[str, ...], world: str
+) -> dict[str, float]:
+    """Realized pwo (`LABEL`), pwo in the measured window (`LABEL w`) and promise error
+    (`LABEL h`) of the peers and of each variant in the world of `seed`."""
     inst = ho.load_instance(HERE.parent / path)
-    world = draw_world(inst, Noise(), seed)
-    base = ho.SolveOptions(time_limit=seconds, workers=1, seed=0)
+    drawn = world_for(inst, world, seed, Noise())
+    base = ho.SolveOptions(time_limit=seconds, workers=1, seed=solver_seed)
     every = freeze = -(-120 // inst.slot_minutes)  # the loop section's 2 h, for periodic ones
-    r = replay(inst, world, policy("backfill", every, freeze), base)
-    row = {"backfill": r.realized_pwo, "backfill h": r.promise_error_hours}
+    row: dict[str, float] = {"seed": seed, "solver seed": solver_seed}
+    for peer in PEERS:
+        r = replay(inst, drawn, policy(peer, every, freeze), base)
+        row[peer], row[f"{peer} w"], row[f"{peer} h"] = _figures(r)
     for label in labels:
         name, changed, stability, keep = VARIANTS[label]
         options = replace(base, params=replace(LOOP, **changed))  # type: ignore[arg-type]
         p = policy(
             name, every, freeze, stability, slot_minutes=inst.slot_minutes, keep_promises=keep
         )
-        r = replay(inst, world, p, options)
-        row[label], row[f"{label} h"] = r.realized_pwo, r.promise_error_hours
+        row[label], row[f"{label} w"], row[f"{label} h"] = _figures(replay(inst, drawn, p, options))
     return row
 
 
+def _figures(r: Replay) -> tuple[float, float, float]:
+    return r.realized_pwo, r.window_pwo, r.promise_error_hours
+
+
 def report(
-    path: str, rows: list[dict[str, float]], labels: tuple[str, ...], seconds: float, command: str
+    path: str,
+    rows: list[dict[str, float]],
+    labels: tuple[str, ...],
+    args: argparse.Namespace,
+    command: str,
 ) -> str:
-    pct = {k: [100.0 * (r[k] / r["backfill"] - 1.0) for r in rows] for k in labels}
+    suffix = " w" if args.figure == "window" else ""
+    peer_name = "the better of backfill and backfill-expect" if args.peer == "best" else "backfill"
+
+    def peer(r: dict[str, float]) -> float:
+        return (
+            max(r[f"{p}{suffix}"] for p in PEERS) if args.peer == "best" else r[f"backfill{suffix}"]
+        )
+
+    pct = {k: [100.0 * (r[f"{k}{suffix}"] / peer(r) - 1.0) for r in rows] for k in labels}
+    figure = "pwo in the measured window" if suffix else "realized pwo"
     lines = [
         f"# Loop mechanisms on {len(rows)} draws of `{Path(path).name}`'s world",
         "",
         f"From `{command}`.",
         "",
-        f"cpsat one worker, {seconds:g} s per plan (repeatable); synthetic world "
-        f"({Noise()}), seeds 0-{len(rows) - 1}; realized pwo against backfill's in "
-        "the same world.",
+        f"cpsat one worker, {args.seconds:g} s per plan (repeatable); {args.world} world, "
+        f"world seeds 0-{args.seeds - 1} x solver seeds 0-{args.solver_seeds - 1}; {figure} "
+        f"against {peer_name} in the same world.",
         "",
-        "| variant | median | mean | worst | seeds above backfill | promise error h (median) |",
+        "| variant | median | mean | worst | pairs above the peer | promise error h (median) |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
-        f"| backfill | | | | | {statistics.median(r['backfill h'] for r in rows):.1f} |",
     ]
+    for p in PEERS:
+        lines.append(f"| {p} | | | | | {statistics.median(r[f'{p} h'] for r in rows):.1f} |")
     for k in labels:
         v = pct[k]
         above = sum(x > 0 for x in v)
@@ -101,11 +130,11 @@ def report(
             f"{min(v):+.1f}% | {above} of {len(v)} | "
             f"{statistics.median(r[f'{k} h'] for r in rows):.1f} |"
         )
-    lines += ["", "| seed | backfill | " + " | ".join(labels) + " |"]
-    lines += ["| ---: | ---: |" + " ---: |" * len(labels)]
-    for seed, r in enumerate(rows):
-        cells = " | ".join(f"{r[k]:,.0f} ({pct[k][seed]:+.1f}%)" for k in labels)
-        lines.append(f"| {seed} | {r['backfill']:,.0f} | {cells} |")
+    lines += ["", "| seed | solver seed | peer | " + " | ".join(labels) + " |"]
+    lines += ["| ---: | ---: | ---: |" + " ---: |" * len(labels)]
+    for i, r in enumerate(rows):
+        cells = " | ".join(f"{r[f'{k}{suffix}']:,.0f} ({pct[k][i]:+.1f}%)" for k in labels)
+        lines.append(f"| {r['seed']:.0f} | {r['solver seed']:.0f} | {peer(r):,.0f} | {cells} |")
     return "\n".join(lines) + "\n"
 
 
@@ -113,7 +142,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--instance", default="instances/demo.yaml", help="relative to the checkout")
     ap.add_argument("--seconds", type=float, default=5.0)
-    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--seeds", type=int, default=10, help="world seeds 0..N-1")
+    ap.add_argument("--solver-seeds", type=int, default=1, help="solver seeds 0..K-1")
+    ap.add_argument("--world", choices=WORLDS, default="synthetic")
+    ap.add_argument("--figure", choices=("realized", "window"), default="realized")
+    ap.add_argument("--peer", choices=("backfill", "best"), default="backfill")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated labels")
     ap.add_argument("--out", type=Path, default=None)
@@ -122,14 +155,24 @@ def main() -> None:
     unknown = [v for v in labels if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
-    seeds = list(range(args.seeds))
-    n = len(seeds)
+    pairs = [(w, k) for w in range(args.seeds) for k in range(args.solver_seeds)]
+    n = len(pairs)
     with ProcessPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(run, [args.instance] * n, seeds, [args.seconds] * n, [labels] * n))
+        rows = list(
+            pool.map(
+                run,
+                [args.instance] * n,
+                [w for w, _ in pairs],
+                [k for _, k in pairs],
+                [args.seconds] * n,
+                [labels] * n,
+                [args.world] * n,
+            )
+        )
     command = ".venv/bin/python benchmarks/loop_seeds.py " + " ".join(
         shlex.quote(a) for a in sys.argv[1:]
     )
-    text = report(args.instance, rows, labels, args.seconds, command)
+    text = report(args.instance, rows, labels, args, command)
     if args.out is not None:
         args.out.write_text(text)
     print(text)
