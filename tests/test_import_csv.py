@@ -141,6 +141,23 @@ def test_a_running_job_past_the_horizon_ends_with_it(tmp_path: Path) -> None:
     assert job.placed is not None and (job.placed.start, job.placed.end) == (0, 48)
 
 
+def test_with_an_open_end_a_running_job_keeps_its_end(tmp_path: Path) -> None:
+    """The same job with the cluster file's `horizon.open_end`: placed until its end, slot 72,
+    and the instance plans over 72 slots."""
+    cluster = yaml.safe_load((DATA / "cluster.yaml").read_text())
+    cluster["horizon"]["open_end"] = True
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(cluster))
+    table = tmp_path / "t.csv"
+    table.write_text("id,gpus,duration,start,nodes\nlong,8,3d,2026-12-01T09:00:00Z,h100-0\n")
+    result = import_table(table, read_cluster(path), snapshot=SNAPSHOT)
+    assert list(result.notes) == []
+    assert result.document["horizon"]["open_end"] is True
+    inst = result.compile()
+    assert inst.jobs[0].placed is not None and inst.jobs[0].placed.end == 72
+    assert (inst.slots, inst.written_slots) == (72, 48)
+
+
 def test_the_team_column_takes_a_team_or_an_account_it_lists(tmp_path: Path) -> None:
     cluster = yaml.safe_load((DATA / "cluster.yaml").read_text())
     cluster["teams"] = [{"name": "llm", "quota": {"h100": 8}, "accounts": ["ml"]}]

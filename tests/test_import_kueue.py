@@ -645,6 +645,25 @@ def test_running_job_end_clipped_to_the_horizon() -> None:
     result.compile()
 
 
+def test_with_an_open_end_running_and_pending_jobs_keep_their_length() -> None:
+    """With the cluster file's `horizon.open_end` the same running job is placed until its end
+    (72 slots from 10:00 is slot 73 of the horizon from 09:00), and a pending 3-day job is
+    planned without a note that it cannot end."""
+    open_cluster = cluster().model_copy(
+        update={"horizon": cluster().horizon.model_copy(update={"open_end": True})}
+    )
+    w = workload("long", admitted="2026-12-01T10:00:00Z", maximumExecutionTimeSeconds=3 * 86_400)
+    pending = workload("wait", maximumExecutionTimeSeconds=3 * 86_400)
+    result = run(items(w, pending), cluster=open_cluster)
+    assert job_of(result, "ns/long")["placed"]["end"] == "2026-12-04T10:00:00Z"
+    assert not any(
+        "horizon" in n for n in notes_of(result, "ns/long") + notes_of(result, "ns/wait")
+    )
+    inst = result.compile()
+    assert inst.jobs[0].placed is not None and inst.jobs[0].placed.end == 73
+    assert inst.written_slots == 48
+
+
 def test_running_job_past_its_expected_end_ends_after_now() -> None:
     # admitted 09:05 for 1 h: expected at 10:05, before the snapshot (10:30), yet still admitted
     w = workload("late", admitted="2026-12-01T09:05:00Z", maximumExecutionTimeSeconds=3_600)

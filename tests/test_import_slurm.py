@@ -891,6 +891,23 @@ def test_running_job_times_are_clipped_to_the_horizon() -> None:
     result.compile()
 
 
+def test_with_an_open_end_a_running_job_keeps_its_limit() -> None:
+    """The same 40 h job (started 07:20) with the cluster file's `horizon.open_end`: placed until
+    its limit, 2026-12-02T23:20, past the 24-hour horizon, which the instance extends."""
+    small = small_cluster()
+    open_cluster = small.model_copy(
+        update={"horizon": small.horizon.model_copy(update={"open_end": True})}
+    )
+    result = run(
+        running(1, start_time=wrap(T0 - 3 * 3600), time_limit=wrap(40 * 60)),
+        cluster=open_cluster,
+    )
+    assert jobs_of(result)["1"]["placed"]["end"] == "2026-12-02T23:20:00Z"
+    assert not any("past the horizon" in n for n in notes_of(result))
+    inst = result.compile()
+    assert inst.written_slots is not None and inst.slots > inst.written_slots
+
+
 def test_running_past_the_estimate_and_past_the_limit() -> None:
     history = {
         "jobs": [

@@ -76,6 +76,11 @@ class ClusterHorizon(_Model):
         description="Wall-clock time of slot 0; default: one slot before the snapshot, so that "
         "the snapshot's slot is `now` and jobs running then are placed before it.",
     )
+    open_end: bool = Field(
+        default=False,
+        description="The instance's horizon.open_end: running jobs are placed until their end "
+        "and pending ones of any length are planned, past the horizon (FORMAT.md, Open end).",
+    )
 
 
 class ClusterPool(_Model):
@@ -269,7 +274,8 @@ def instance_document(
             "slots": cluster.horizon.slots,
             "slot_minutes": cluster.horizon.slot_minutes,
             "start": iso(start),
-        },
+        }
+        | ({"open_end": True} if cluster.horizon.open_end else {}),
         "now": iso(snapshot),
         "pools": [
             {

@@ -248,7 +248,7 @@ class WorkloadMapper:
         """What a plan cannot do for a pending workload: end a run longer than what is left of
         the horizon, keep the hosts it is pinned to."""
         left = (self.clock.slots - self.clock.now) * self.cluster.horizon.slot_minutes
-        if minutes > left:
+        if minutes > left and not self.cluster.horizon.open_end:
             self.note(
                 w,
                 "duration",
@@ -518,7 +518,7 @@ class WorkloadMapper:
                 "the plan starts: its GPUs are free then; left out",
             )
             return None
-        elif last > clock.slots:
+        elif last > clock.slots and not self.cluster.horizon.open_end:
             self.note(
                 w,
                 "duration",

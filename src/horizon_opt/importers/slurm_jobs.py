@@ -553,7 +553,7 @@ class JobMapper:
                 "start_time",
                 f"started {iso(started)}, before the horizon: placed from its start {iso(self.start)}",
             )
-        if ends > self.end:
+        if ends > self.end and not self.cluster.horizon.open_end:
             ends = self.end
             self.note(
                 job_id,

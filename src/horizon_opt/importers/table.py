@@ -118,6 +118,7 @@ class _Grid:
         self.first = horizon_start(cluster, snapshot)
         self.minutes = cluster.horizon.slot_minutes
         self.last = self.first + timedelta(minutes=self.minutes * cluster.horizon.slots)
+        self.open_end = cluster.horizon.open_end  # then a running job is placed until its end
 
 
 def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> dict[str, Any]:
@@ -167,7 +168,7 @@ def _place(
         start = iso(first)
     job["placed"] = {"pool": pool, "start": start}
     end = _end(row, start, first, grid.minutes)
-    if end is not None and end > grid.last:
+    if end is not None and end > grid.last and not grid.open_end:
         notes.append(
             Note(row["id"], "end", f"{iso(end)} is after the horizon: placed to end with it")
         )
