@@ -5,9 +5,9 @@ job longer than what is left of the horizon, and a rolling loop that re-plans ov
 horizon never starts it at all. With it the compiled instance is the written one extended by as
 many slots as the latest job needs to end when started as early as it may, after what runs
 now. In the extension every node is up and each service's forecast repeats its last day
-(seasonal-naive, the baseline that `forecast` measures against). Every solver, bound, the checker and the metrics
-then read the longer horizon and nothing else changes, which is why the horizon is extended
-rather than valuing a job's part inside it (docs/design.md, "Open end").
+(seasonal-naive, the baseline that `forecast` measures against). Every solver, bound, the
+checker and the metrics then read the longer horizon and nothing else changes, which is why the
+horizon is extended rather than valuing a job's part inside it (docs/design.md, "Open end").
 """
 
 from __future__ import annotations
