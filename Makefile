@@ -34,8 +34,8 @@ demo: $(DEMO_STAMP)
 	$(BIN)/horizon-opt replan instances/demo-state.yaml --previous demo-output/greedy.json \
 		--stability 0.05 --time-limit $(TIME_LIMIT) -o demo-output/replan.json
 	$(BIN)/horizon-opt simulate instances/demo.yaml \
-		--policy fifo,backfill,backfill-value,backfill-expect,cpsat,cpsat@event,cpsat-runtimes,cpsat-oracle \
-		--time-limit 5 -o demo-output/simulate
+		--policy fifo,backfill,backfill-expect,cpsat,cpsat-oracle \
+		--time-limit 2 -o demo-output/simulate
 	$(BIN)/horizon-opt check demo-output/simulate/cpsat.actual.yaml demo-output/simulate/cpsat.ran.json
 	$(BIN)/horizon-opt run instances/demo-run.yaml
 	head -n 7 demo-output/run-state/current/actions.sh
