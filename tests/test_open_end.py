@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from test_replay_window import LATE
 from test_snapshot import ROOT, along, assert_same, demands, nows, round_trip
 from test_solvers import LONG, build, solve_checked
 from typer.testing import CliRunner
@@ -195,19 +196,10 @@ def test_states_of_an_open_end_equal_their_round_trip(file: str) -> None:
 
 @pytest.mark.parametrize("name", ["backfill", "greedy", "cpsat@event", "backfill-expect"])
 def test_the_loop_starts_a_job_that_outlasts_the_horizon_when_it_arrives(name: str) -> None:
-    """A closed 48-slot horizon, an idle cluster and a 24-slot job released at slot 30: a plan of
+    """LATE: a closed 48-slot horizon, an idle node and a 24-slot job released at slot 30: a plan of
     the file could never start it (30 + 24 > 48), but the replay's planners plan with an open
     end, so it starts on arrival instead of waiting out the horizon while its GPUs sit idle."""
-    data = {
-        "name": "late",
-        "horizon": {"slots": 48},
-        "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
-        "jobs": [
-            {"id": "early", "priority": 1, "gpus": 8, "duration": 4},
-            {"id": "late", "priority": 1, "gpus": 8, "duration": 24, "release": 30},
-        ],
-    }
-    inst = build(data)
+    inst = build(LATE)
     assert ho.solve(inst, "backfill").unscheduled[0].job == "late"
     r = simulate(inst, [policy(name, 4, 2)], draw_world(inst, Noise.parse("none"), 0), FAST)[0]
     assert r.audit is not None

@@ -22,7 +22,6 @@ from functools import partial
 import numpy as np
 
 from horizon_opt.check import check
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError
 from horizon_opt.inference import plan_layout
 from horizon_opt.instance import Instance, IntArray, topological_order
@@ -30,6 +29,7 @@ from horizon_opt.params import LOOP
 from horizon_opt.plan import Plan
 from horizon_opt.replan import PROMISE_AHEAD_MINUTES, replan, with_held_promises
 from horizon_opt.simulate.audit import Audit, Run, told_spec
+from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
 from horizon_opt.simulate.replay_figures import Replay
@@ -40,7 +40,6 @@ from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.reclaim import quotas_bind
-from horizon_opt.spec import InstanceSpec
 
 
 @dataclass
@@ -51,18 +50,6 @@ class _Run:
     end: int  # real end (early, or at the estimate)
     gpus: dict[int, tuple[int, ...]]  # node -> GPU indices
     fails: bool
-
-
-def open_ended(instance: Instance, spec: InstanceSpec | None = None) -> Instance:
-    """`spec` (default: the instance's) compiled with an open end, with the instance's forecast:
-    what a replay's planners plan on. A loop re-plans, so the end of the horizon it replays is
-    no deadline of its own: with the horizon closed, a job longer than what is left of it would
-    wait, re-plan after re-plan, while GPUs it could use sit idle (FORMAT.md, "Open end")."""
-    spec = spec or instance.spec
-    horizon = spec.horizon.model_copy(update={"open_end": True})
-    written = instance.written_slots or instance.slots
-    demands = {s.index: s.demand[:written].tolist() for s in instance.services}
-    return compile_instance(spec.model_copy(update={"horizon": horizon}), demands)
 
 
 def require_empty_cluster(instance: Instance, name: str | None = None) -> None:
