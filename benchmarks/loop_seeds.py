@@ -114,7 +114,7 @@ def report(
         f"From `{command}`.",
         "",
         f"cpsat one worker, {args.seconds:g} s per plan (repeatable); {args.world} world, "
-        f"world seeds 0-{args.seeds - 1} x solver seeds 0-{args.solver_seeds - 1}; {figure} "
+        f"world seeds 0-{args.seeds - 1} x solver seeds {_seeds(args.solver_seeds)}; {figure} "
         f"against {peer_name} in the same world.",
         "",
         "| variant | median | mean | worst | pairs above the peer | promise error h (median) |",
@@ -136,6 +136,10 @@ def report(
         cells = " | ".join(f"{r[f'{k}{suffix}']:,.0f} ({pct[k][i]:+.1f}%)" for k in labels)
         lines.append(f"| {r['seed']:.0f} | {r['solver seed']:.0f} | {peer(r):,.0f} | {cells} |")
     return "\n".join(lines) + "\n"
+
+
+def _seeds(n: int) -> str:
+    return "0" if n == 1 else f"0-{n - 1}"
 
 
 def main() -> None:
