@@ -392,6 +392,18 @@ def test_a_failed_job_earns_nothing_and_cancels_its_successors(toy: Instance, na
     assert (r.completed, r.failed, r.cancelled) == (2, 1, 1)
 
 
+@pytest.mark.parametrize("name", ["cpsat-oracle", "backfill-oracle"])
+def test_the_top_rung_never_plans_a_job_that_fails(toy: Instance, name: str) -> None:
+    """Told the outcomes, the top rung never starts train (it fails) nor ev (it would be
+    cancelled): no run fails, quant and batch earn the same 12 + 8 = 20."""
+    w = world(toy, {"train": 0.5}, fails={"train"})
+    r = replay(toy, w, policy(name, 2, 1), FAST)
+    assert_sane(r, toy)
+    assert r.realized_pwo == pytest.approx(20.0)
+    assert (r.completed, r.failed, r.cancelled) == (2, 0, 0)
+    assert r.audit is not None and {run.job for run in r.audit.runs} == {"quant", "batch"}
+
+
 def test_cancellation_runs_down_the_chain() -> None:
     """a <- b <- c, plus d on its own: a fails, b and c are cancelled, only d (value 1) earns."""
     spec: Spec = {

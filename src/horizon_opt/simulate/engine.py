@@ -130,12 +130,15 @@ class _Replayer:
 
     def known(self, t: int) -> list[int]:
         """Jobs released by `t` (all of them when the policy knows every arrival) that have not
-        ended, and whose predecessors are known too."""
+        ended, and whose predecessors are known too; not those that will fail or be cancelled
+        when the policy knows the outcomes."""
         out: set[int] = set()
         for j in self.order:
             job = self.inst.jobs[j]
             if j in self.gone or (job.release > t and not self.policy.knows_arrivals):
                 continue
+            if self.policy.knows_outcomes and job.id in self.world.fails:
+                continue  # (the top rung knows it would earn nothing: it is never planned)
             if all(p in out or p in self.done for p in job.after):
                 out.add(j)
         return sorted(out)

@@ -12,7 +12,8 @@
 The oracle ladder: the same solver, planning when it would (online or periodic), told more of
 the future than it could know: `<solver>-runtimes` each job's actual run time instead of its
 estimate, `<solver>-arrivals` every job of the horizon before its release, `<solver>-oracle`
-both, the top rung. The rungs measure what foresight is worth; none is told the actual demand.
+both and the outcomes (which jobs fail or are cancelled: it never plans them), the top rung. The
+rungs measure what foresight is worth; none is told the actual demand.
 
 A re-planning policy may carry its own cadence: `cpsat@30m/0` re-plans every 30 minutes and holds
 no promised start (`@EVERY/FREEZE`, durations), whatever `--replan-every` and `--freeze` say.
@@ -60,6 +61,7 @@ class Policy:
     keep_promises: float = 0.0
     knows_runtimes: bool = False  # planners see each job's actual run time, not its estimate
     knows_arrivals: bool = False  # planners see every job of the horizon before its release
+    knows_outcomes: bool = False  # planners never see the jobs that will fail or be cancelled
     predict: float | None = None  # bet on this quantile of the run times seen so far
     expect: float | None = None  # plan every job on this quantile of the run times seen so far
     # (`-pack`) ...but count a job on time only when its limit would end in time: no bets
@@ -122,6 +124,7 @@ def policy(
         keep_promises=0.0 if online else keep_promises,
         knows_runtimes=suffix in ("-runtimes", "-oracle"),
         knows_arrivals=suffix in ("-arrivals", "-oracle"),
+        knows_outcomes=suffix == "-oracle",
         predict=quantile if suffix == "-predict" else None,
         expect=quantile if suffix in ("-expect", "-pack") else None,
         on_time_by_limit=suffix == "-pack",
