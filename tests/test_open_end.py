@@ -15,7 +15,7 @@ import pytest
 import yaml
 from test_replay_window import LATE
 from test_snapshot import ROOT, along, assert_same, demands, nows, round_trip
-from test_solvers import LONG, build, solve_checked
+from test_solvers import LONG, OPEN_TAIL, build, solve_checked
 from typer.testing import CliRunner
 
 import horizon_opt as ho
@@ -27,6 +27,7 @@ from horizon_opt.simulate.audit import audit_files, write_audit
 from horizon_opt.snapshot import instance_at
 from horizon_opt.solvers import SolveOptions
 from horizon_opt.validate import validate
+from horizon_opt.whatif import Change, changed_instance
 
 runner = CliRunner()
 FAST = SolveOptions(time_limit=1.0, workers=1, seed=0)
@@ -207,3 +208,13 @@ def test_the_loop_starts_a_job_that_outlasts_the_horizon_when_it_arrives(name: s
         "early": (0, "completed"),
         "late": (30, "unfinished"),
     }
+
+
+def test_a_what_if_of_an_open_end_keeps_its_forecast() -> None:
+    """One more node on OPEN_TAIL: the changed instance reads the forecast as written (4 slots)
+    and extends it again, as the original (the replica from slot 3 on, for good)."""
+    inst = build(OPEN_TAIL)
+    changed = changed_instance(inst, [Change("add", "p", nodes=1)])
+    assert (changed.slots, changed.written_slots) == (inst.slots, 4)
+    assert changed.services[0].demand.tolist() == inst.services[0].demand.tolist()
+    assert changed.num_nodes == 2

@@ -358,9 +358,11 @@ def compile_changed(
 
 
 def changed_instance(instance: Instance, changes: Sequence[Change]) -> Instance:
-    """A compiled instance with `changes` made (its demand series, read already, go inline)."""
+    """A compiled instance with `changes` made (its demand series, read already, go inline: as
+    written, without an open end's extension)."""
+    written = instance.written_slots or instance.slots
     services = [
-        s.model_copy(update={"demand": instance.services[k].demand.tolist()})
+        s.model_copy(update={"demand": instance.services[k].demand[:written].tolist()})
         for k, s in enumerate(instance.spec.services)
     ]
     return compile_changed(instance.spec.model_copy(update={"services": services}), changes)
