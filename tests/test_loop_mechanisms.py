@@ -179,8 +179,7 @@ def test_a_job_that_outlives_its_prediction_into_inference_gives_way(name: str) 
 def test_packing_on_learned_run_times_bets_on_nothing() -> None:
     """Horizon 8; at slot 1 the warm-ups say jobs run half their limit. `long` (16 GPUs,
     limit 8, value 256, deadline 8) can end in time only on its prediction (1 + 4 <= 8, but
-    1 + 8 > 8);
-    `other` (16 GPUs, limit 3, value 48) either way. cpsat-expect@event bets: long 1-5, other
+    1 + 8 > 8); `other` (16 GPUs, limit 3, value 48) either way. cpsat-expect@event bets: long 1-5, other
     after it; long really runs its limit and is still running when the horizon ends, other never
     starts: the warm-ups' 20. cpsat-pack@event counts long on time only if its limit is (its due
     slot moves from 8 to 4): other runs 1-4, long never starts: 20 + 48."""

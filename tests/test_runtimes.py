@@ -179,8 +179,7 @@ def test_inference_takes_back_what_a_bet_on_borrowed_time_holds() -> None:
 
 def test_a_planned_start_takes_back_what_a_bet_on_borrowed_time_holds() -> None:
     """Horizon 6 slots. `big` (16 GPUs, limit 6, released at 1, deadline 6): 1 + 6 > 6, bet on
-    for 3 slots
-    (1-4), runs its whole limit in the world. `next` (16 GPUs, limit 1, priority 1, released at
+    for 3 slots (1-4), runs its whole limit in the world. `next` (16 GPUs, limit 1, priority 1, released at
     4) fits its limit: at slot 4 big is on borrowed time, planners see it ending at 5, so next
     is planned at 5 on big's GPUs, and at 5 big is preempted (16 GPUs x 4 h = 64 GPU-hours lost)
     and next runs 5-6: 20 + 16 = 36 realized. backfill never starts big: next runs 4-5, 36."""
