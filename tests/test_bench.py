@@ -328,3 +328,24 @@ def test_bench_writes_outside_the_committed_results_by_default(
     assert result.exit_code == 0, result.output
     assert (tmp_path / "bench-results" / "mine" / "results.csv").is_file()
     assert not (tmp_path / "benchmarks" / "results").exists()
+
+
+@pytest.mark.parametrize(
+    "header", ["a,b\n1,2\n", "instance,policy,world,seed\nx,fifo,synthetic,0\n"]
+)
+def test_only_refuses_a_results_file_of_another_kind(
+    smoke_suite: Path, tmp_path: Path, header: str
+) -> None:
+    """`--only` merges into results.csv: one that is not a solver suite's (here columns a,b,
+    then a closed-loop suite's) is refused with exit 2 before any run, and left as it was."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.csv").write_text(header)
+    result = CliRunner().invoke(
+        app, ["bench", str(smoke_suite), "--out", str(out), "--only", "mixed", "--no-charts"]
+    )
+    assert result.exit_code == 2
+    assert "is not a solver suite's results.csv (no column" in result.output
+    assert "Traceback" not in result.output
+    assert (out / "results.csv").read_text() == header
+    assert sorted(p.name for p in out.iterdir()) == ["results.csv"]

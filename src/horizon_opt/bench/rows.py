@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from horizon_opt.bench.tasks import AnyTask, BenchInstance, LoopTask, Task
+from horizon_opt.errors import InputError
 from horizon_opt.io import write_atomic
 
 Report = dict[str, Any]  # what a run sends back (a message between processes): status, figures
@@ -229,6 +230,28 @@ def write_csv(rows: Iterable[Row], path: Path, kind: type[Row] = SolverRow) -> N
     for row in rows:
         writer.writerow(["" if (v := getattr(row, k)) is None else v for k in names])
     write_atomic(path, buffer.getvalue())
+
+
+KEY_COLUMNS = {SolverRow: ("instance", "solver"), LoopRow: ("instance", "world", "seed", "policy")}
+
+
+def check_results_file(path: Path, kind: type[Row]) -> None:
+    """An existing results.csv that a partial rerun (`--only`) would merge into must be one of
+    this kind of suite: InputError naming the file and the columns it lacks, before any run."""
+    try:
+        with path.open(newline="") as fh:
+            header = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError([f"--only: {path}: cannot read it as a results file: {exc}"]) from None
+    missing = [c for c in KEY_COLUMNS[kind] if c not in header]
+    if missing:
+        what = "closed-loop" if kind is LoopRow else "solver"
+        raise InputError(
+            [
+                f"--only: {path} is not a {what} suite's results.csv (no column "
+                f"{', '.join(missing)}): nothing was run or overwritten"
+            ]
+        )
 
 
 def read_csv(path: str | os.PathLike[str]) -> list[Row]:

@@ -20,6 +20,7 @@ from horizon_opt.bench.rows import (
     Report,
     Row,
     SolverRow,
+    check_results_file,
     is_loop,
     read_csv,
     task_rows,
@@ -90,6 +91,8 @@ def run_suite(
     same guards and the same rows; InputError when Ray is missing or unreachable."""
     run = _engine(engine, address, stream)
     folder = Path(out)
+    if only is not None and (folder / "results.csv").is_file():
+        check_results_file(folder / "results.csv", LoopRow if suite.spec.loop else SolverRow)
     started = time.monotonic()
     instances = prepare(suite, folder, traces=traces, only=only)
     tasks: list[AnyTask] = []
