@@ -187,9 +187,32 @@ def test_zero_reference_has_no_relative_change() -> None:
     assert Delta(0.0, 3.0).change == 3.0
 
 
+def test_other_gpus_at_the_same_start_are_relocated_not_unchanged() -> None:
+    """A with keep on GPUs 2-3 instead of 0-1 (swap moved to 0-1 to make room): against A, keep
+    and swap kept their starts and pools on other GPUs; move and gone did not change."""
+    other = plan(
+        "other",
+        [
+            at("keep", "a", 0, 2, [2, 3]),
+            at("move", "a", 2, 4, [0, 1]),
+            at("gone", "b", 0, 2, [0, 1, 2, 3]),
+            at("swap", "a", 0, 1, [0, 1]),
+        ],
+        ("new",),
+    )
+    assert list(check(instance(), other)) == []
+    d = plan_diff(A, other, instance())
+    assert (d.added, d.dropped, d.moved) == ((), (), ())
+    assert (d.relocated, d.unchanged) == (("keep", "swap"), 2)
+    text = format_diff(d)
+    assert "jobs: 0 added, 0 dropped, 0 moved, 2 on other nodes or GPUs, 2 unchanged" in text
+    assert "on other nodes or GPUs, same start and pool (2): keep, swap" in text
+    assert d.to_json()["relocated"] == ["keep", "swap"]
+
+
 def test_identical_plans() -> None:
     d = plan_diff(A, A, instance())
-    assert (d.added, d.dropped, d.moved, d.unchanged) == ((), (), (), 4)
+    assert (d.added, d.dropped, d.moved, d.relocated, d.unchanged) == ((), (), (), (), 4)
     assert (d.pwo.change, d.utilization.change, d.on_time.change) == (0.0, 0.0, 0.0)
     assert (d.newly_on_time, d.no_longer_on_time) == ((), ())
 
@@ -215,6 +238,7 @@ def test_json_has_stable_keys() -> None:
         "added",
         "dropped",
         "moved",
+        "relocated",
         "unchanged",
         "newly_on_time",
         "no_longer_on_time",
@@ -248,7 +272,7 @@ def test_text() -> None:
     assert lines[5].split() == ["pwo", "11.0", "6.0", "-5.0", "(-45.5%)"]
     assert lines[6].split() == ["utilization", "22.5%", "15.0%", "-7.5", "pp", "(-33.3%)"]
     assert lines[7].split() == ["jobs", "on", "time", "4", "3", "-1"]
-    assert "jobs: 1 added, 1 dropped, 2 moved, 1 unchanged" in lines
+    assert "jobs: 1 added, 1 dropped, 2 moved, 0 on other nodes or GPUs, 1 unchanged" in lines
     assert lines[lines.index("added (1):") + 3] == "new  b         0    2"
     assert lines[lines.index("dropped (1):") + 3] == "gone  b         0    2"
     assert lines[lines.index("moved (2):") + 3 :][:2] == [
@@ -297,7 +321,9 @@ def test_cli_text(files: tuple[Path, Path, Path]) -> None:
     plain = runner.invoke(app, ["diff", str(a), str(b)])
     assert plain.exit_code == 0, plain.output
     assert "newly on time" not in plain.stdout
-    assert "jobs: 1 added, 1 dropped, 2 moved, 1 unchanged" in plain.stdout
+    assert (
+        "jobs: 1 added, 1 dropped, 2 moved, 0 on other nodes or GPUs, 1 unchanged" in plain.stdout
+    )
 
 
 def test_cli_json(files: tuple[Path, Path, Path]) -> None:

@@ -314,7 +314,10 @@ def test_cli_text(instance_file: Path, tmp_path: Path) -> None:
     assert lines[6].split() == ["jobs", "on", "time", "1", "/", "2", "2", "/", "2"]
     assert "newly on time (1): wide" in lines
     assert "no longer on time, late or not run (0): -" in lines
-    assert "jobs: 1 added, 0 dropped, 0 moved, 1 unchanged (--format json lists them)" in lines
+    assert (
+        "jobs: 1 added, 0 dropped, 0 moved, 0 on other nodes or GPUs, 1 unchanged "
+        "(--format json lists them)" in lines
+    )
     assert lines[-1] == f"plan of the changed instance written to {out}"
     # the plan written is the changed instance's, and valid for it
     plan = Plan.read(out)

@@ -3,7 +3,8 @@ in pwo, utilization and jobs on time.
 
 Two solvers' plans, a plan and its re-plan, or a plan before and after a what-if change all
 answer "what would be different" the same way. "Moved" is the re-plan churn's definition
-(`churn.job_move`: another start or another pool; other GPUs of the same pool are not a move).
+(`churn.job_move`: another start or another pool); a job with the same start and pool on other
+nodes or GPUs is not a move but "relocated", told apart from the unchanged.
 Both plans are assumed to list each job at most once; with an instance, to be valid for it
 (`check.ensure_valid` says so, naming the plan, before a command diffs).
 """
@@ -118,7 +119,8 @@ class PlanDiff:
     added: tuple[JobChange, ...]  # assigned in B, not in A; by new start
     dropped: tuple[JobChange, ...]  # assigned in A, not in B; by old start
     moved: tuple[JobChange, ...]  # another start or pool in B; by old start
-    unchanged: int  # assigned in both, same start and pool
+    relocated: tuple[str, ...]  # same start and pool, other nodes or GPUs; in job order
+    unchanged: int  # assigned in both, same start, pool, nodes and GPUs
     pwo: Delta
     utilization: Delta
     on_time: Delta  # jobs on time (`completed`)
@@ -137,6 +139,7 @@ class PlanDiff:
             "added": [c.to_json() for c in self.added],
             "dropped": [c.to_json() for c in self.dropped],
             "moved": [c.to_json() for c in self.moved],
+            "relocated": list(self.relocated),
             "unchanged": self.unchanged,
             "newly_on_time": None if self.newly_on_time is None else list(self.newly_on_time),
             "no_longer_on_time": (
@@ -172,6 +175,14 @@ def plan_diff(
         (JobChange.added(x) for x in new.values() if x.job not in old),
         key=lambda c: (c.new_start, order[c.job]),
     )
+    relocated = sorted(
+        (
+            job
+            for job, x in old.items()
+            if job in new and job_move(x, new[job]) is None and _gpus(x) != _gpus(new[job])
+        ),
+        key=order.__getitem__,
+    )
     newly: tuple[str, ...] | None = None
     no_longer: tuple[str, ...] | None = None
     if instance is not None:
@@ -188,12 +199,28 @@ def plan_diff(
         added=tuple(added),
         dropped=tuple(c for c in changes if c.kind == "dropped"),
         moved=tuple(c for c in changes if c.kind == "moved"),
-        unchanged=len(old.keys() & new.keys()) - sum(c.kind == "moved" for c in changes),
+        relocated=tuple(relocated),
+        unchanged=len(old.keys() & new.keys())
+        - sum(c.kind == "moved" for c in changes)
+        - len(relocated),
         pwo=Delta(metrics_a.pwo, metrics_b.pwo),
         utilization=Delta(metrics_a.utilization, metrics_b.utilization),
         on_time=Delta(metrics_a.completed, metrics_b.completed),
         newly_on_time=newly,
         no_longer_on_time=no_longer,
+    )
+
+
+def _gpus(a: Assignment) -> dict[str, list[int]]:
+    """Where an assignment runs: its nodes and their GPU indices, in order."""
+    return {node: sorted(gpus) for node, gpus in a.gpus.items()}
+
+
+def jobs_line(d: PlanDiff) -> str:
+    """How many jobs each change kind holds, the unchanged last."""
+    return (
+        f"jobs: {len(d.added)} added, {len(d.dropped)} dropped, {len(d.moved)} moved, "
+        f"{len(d.relocated)} on other nodes or GPUs, {d.unchanged} unchanged"
     )
 
 
@@ -291,6 +318,15 @@ def _moves(d: PlanDiff) -> list[str]:
     return ["", f"moved ({len(d.moved)}):", *table(header, rows, align="llrlrrr")]
 
 
+def _relocated(d: PlanDiff) -> list[str]:
+    """The jobs that kept their start and pool but run on other nodes or GPUs."""
+    if not d.relocated:
+        return []
+    text = f"on other nodes or GPUs, same start and pool ({len(d.relocated)}): "
+    text += ", ".join(d.relocated)
+    return ["", *textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False)]
+
+
 def job_lists(d: PlanDiff) -> list[str]:
     """The jobs newly on time and no longer on time, wrapped (nothing without deadlines)."""
     lines: list[str] = []
@@ -313,11 +349,11 @@ def format_diff(d: PlanDiff, labels: tuple[str, str] = ("A", "B")) -> str:
         "",
         *table(["", "A", "B", "B - A"], figure_rows(d)),
         "",
-        f"jobs: {len(d.added)} added, {len(d.dropped)} dropped, {len(d.moved)} moved, "
-        f"{d.unchanged} unchanged",
+        jobs_line(d),
         *_runs("added", d.added, old=False),
         *_runs("dropped", d.dropped, old=True),
         *_moves(d),
+        *_relocated(d),
     ]
     on_time = job_lists(d)
     return "\n".join([*lines, *([""] if on_time else []), *on_time])

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from horizon_opt.check import check
 from horizon_opt.comparison_table import Column, compare_columns, to_text
 from horizon_opt.compiler import compile_instance
-from horizon_opt.diff import PlanDiff, job_lists, plan_diff
+from horizon_opt.diff import PlanDiff, job_lists, jobs_line, plan_diff
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.instance import Instance
 from horizon_opt.io import parse_spec, read_demand_csv, read_yaml
@@ -444,8 +444,7 @@ def format_what_if(w: WhatIf) -> str:
             to_text(compare_columns(w.changed_instance, columns)),
             "",
             *job_lists(d),
-            f"jobs: {len(d.added)} added, {len(d.dropped)} dropped, {len(d.moved)} moved, "
-            f"{d.unchanged} unchanged (--format json lists them)",
+            f"{jobs_line(d)} (--format json lists them)",
         ]
     )
 
