@@ -25,8 +25,9 @@ from typer.testing import CliRunner
 from horizon_opt import check
 from horizon_opt.cli import app
 from horizon_opt.errors import InputError
-from horizon_opt.plan import Plan
+from horizon_opt.plan import Plan, Unscheduled
 from horizon_opt.solvers import SolveOptions
+from horizon_opt.solvers.assemble import stamp
 from horizon_opt.spec import InstanceSpec
 from horizon_opt.whatif import (
     Change,
@@ -42,6 +43,7 @@ from horizon_opt.whatif import (
 )
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parent.parent
 FAST = SolveOptions(time_limit=1.0, workers=1)
 
 SPEC: dict[str, Any] = {
@@ -333,7 +335,7 @@ def test_cli_json(instance_file: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert list(data) == ["instance", "solver", "changes", "base", "changed", "diff"]
+    assert list(data) == ["instance", "solver", "changes", "base", "changed", "kept_base", "diff"]
     assert (data["instance"], data["solver"], data["changes"]) == (
         "whatif",
         "greedy",
@@ -489,3 +491,56 @@ def test_which_requests_make_sense() -> None:
         with pytest.raises(InputError) as caught:
             check_what_if(changes, solver, prices, writes_plan)
         assert caught.value.problems == [message]
+
+
+def test_added_capacity_never_shows_a_loss() -> None:
+    """The demo with one more a100 node, cpsat with one worker and 2 s: the changed solve starts
+    from the plan as written, which stays valid with more capacity, so the changed plan is worth
+    at least as much (a solve from scratch once reported 12,779 -> 12,175)."""
+    w = what_if(
+        ROOT / "instances" / "demo.yaml",
+        [parse_change("a100=1", "add")],
+        "cpsat",
+        SolveOptions(time_limit=2.0, workers=1, seed=0),
+    )
+    assert check(w.changed_instance, w.changed) == []
+    assert w.changed.objective >= w.base.objective
+    assert w.changed.bound is None or w.changed.bound >= w.changed.objective
+
+
+def test_a_better_plan_as_written_is_kept_and_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the changed solve is worth less than the plan as written and that plan is still
+    valid (here greedy told to plan nothing on the changed instance: an empty plan is valid),
+    the plan as written is the changed plan, and the view says so."""
+    import horizon_opt.whatif as whatif_module
+
+    real = whatif_module.solve
+    calls: list[int] = []
+
+    def second_plans_nothing(instance: Any, solver: str, options: Any) -> Any:
+        plan = real(instance, solver, options)
+        calls.append(1)
+        if len(calls) == 1:
+            return plan
+        return stamp(
+            instance,
+            plan.model_copy(
+                update={
+                    "assignments": [],
+                    "unscheduled": [
+                        *plan.unscheduled,
+                        *(Unscheduled(job=a.job, reason="left out") for a in plan.assignments),
+                    ],
+                }
+            ),
+            started=0.0,
+            bound=None,
+            build_seconds=None,
+        )
+
+    monkeypatch.setattr(whatif_module, "solve", second_plans_nothing)
+    w = what_if(ROOT / "instances" / "demo.yaml", [parse_change("a100=1", "add")], "greedy")
+    assert w.kept_base and w.changed.objective == w.base.objective
+    assert check(w.changed_instance, w.changed) == []
+    assert "that one is shown" in format_what_if(w)
+    assert what_if_json(w)["kept_base"] is True

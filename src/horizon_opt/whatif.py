@@ -14,8 +14,9 @@ from __future__ import annotations
 import math
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,8 +27,10 @@ from horizon_opt.diff import PlanDiff, job_lists, jobs_line, plan_diff
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.instance import Instance
 from horizon_opt.io import parse_spec, read_demand_csv, read_yaml
-from horizon_opt.plan import Plan
+from horizon_opt.metrics import evaluate
+from horizon_opt.plan import Plan, Status
 from horizon_opt.solvers import SolveOptions, solve
+from horizon_opt.solvers.assemble import stamp
 from horizon_opt.spec import (
     MAX_DEMAND,
     MAX_JOB_GPUS,
@@ -394,6 +397,7 @@ class WhatIf:
     diff: PlanDiff
     base_instance: Instance
     changed_instance: Instance
+    kept_base: bool = False  # the plan as written beat the changed solve there (`solve_what_if`)
 
 
 def solve_what_if(
@@ -403,19 +407,47 @@ def solve_what_if(
     solver: str,
     options: SolveOptions | None = None,
 ) -> WhatIf:
-    """Plan both instances with `solver` and the same options, and compare the plans."""
-    plans = []
-    for instance, what in ((before, "the instance as written"), (after, "the changed instance")):
-        plan = solve(instance, solver, options)
-        violations = check(instance, plan)
-        if violations:
-            raise RuntimeError(
-                f"internal error: the {solver} plan of {what} is invalid: {violations[0]}"
-            )
-        plans.append(plan)
-    base, changed = plans
+    """Plan both instances with `solver` and the same options, and compare the plans. The
+    changed solve starts from the plan as written (`hint`, cpsat); where that plan is still
+    valid and worth more than the changed solve's, it is the changed plan (`kept_base`): a
+    change that takes nothing away, such as added capacity, never shows a loss."""
+    options = options or SolveOptions()
+    base = _checked(before, solve(before, solver, options), "the instance as written")
+    hinted = options if options.hint is not None else replace(options, hint=base)
+    changed = _checked(after, solve(after, solver, hinted), "the changed instance")
+    kept_base = False
+    if not check(after, base) and evaluate(after, base).pwo > changed.objective + 1e-9:
+        changed, kept_base = _as_changed(after, base, changed), True
     diff = plan_diff(base, changed, before, b_instance=after)
-    return WhatIf(base, changed, tuple(changes), diff, before, after)
+    return WhatIf(base, changed, tuple(changes), diff, before, after, kept_base)
+
+
+def _checked(instance: Instance, plan: Plan, what: str) -> Plan:
+    violations = check(instance, plan)
+    if violations:
+        raise RuntimeError(
+            f"internal error: the {plan.solver} plan of {what} is invalid: {violations[0]}"
+        )
+    return plan
+
+
+def _as_changed(after: Instance, base: Plan, changed: Plan) -> Plan:
+    """The plan as written, as a plan of the changed instance, with the changed solve's bound
+    (it bounds every plan of that instance)."""
+    value = evaluate(after, base).pwo
+    bound = changed.bound
+    status: Status = "heuristic"
+    if bound is not None:
+        status = "optimal" if value >= bound - 1e-6 * max(1.0, bound) else "feasible"
+    draft = base.model_copy(update={"status": status, "churn": None})
+    return stamp(
+        after,
+        draft,
+        started=time.perf_counter() - changed.wall_seconds,
+        bound=bound,
+        bound_source=changed.bound_source,
+        build_seconds=changed.build_seconds,
+    )
 
 
 def what_if(
@@ -445,6 +477,14 @@ def format_what_if(w: WhatIf) -> str:
             "",
             *job_lists(d),
             f"{jobs_line(d)} (--format json lists them)",
+            *(
+                [
+                    f"note: {w.base.solver}'s plan of the changed instance was worth less than "
+                    "the plan as written, which is still valid there: that one is shown"
+                ]
+                if w.kept_base
+                else []
+            ),
         ]
     )
 
@@ -473,5 +513,6 @@ def what_if_json(w: WhatIf) -> dict[str, Any]:
         "changes": [str(c) for c in w.changes],
         "base": _summary(w.base, w.base_instance),
         "changed": _summary(w.changed, w.changed_instance),
+        "kept_base": w.kept_base,
         "diff": w.diff.to_json(),
     }
