@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from horizon_opt.compiler_checks import check_inference, check_placed, slot_ranges
 from horizon_opt.compiler_placed import gpus_by_node
 from horizon_opt.errors import InstanceError
 from horizon_opt.instance import (
@@ -18,7 +19,6 @@ from horizon_opt.instance import (
     FloatArray,
     Gang,
     Instance,
-    IntArray,
     Job,
     Placed,
     Pool,
@@ -32,7 +32,6 @@ from horizon_opt.instance import (
 )
 from horizon_opt.node_names import all_node_names
 from horizon_opt.open_end import extend
-from horizon_opt.packing import pack
 from horizon_opt.spec import (
     MAX_DEMAND,
     MAX_NODE_SLOTS,
@@ -316,7 +315,9 @@ class _Compiler:
             )
         if len(jobs) == len(self.spec.jobs):
             self.check_cycles(jobs)
-            self.check_placed(jobs, pools)
+            check_placed(
+                jobs, pools, self.S, self.now, self.node_names, self.node_pools, self.error
+            )
         return tuple(jobs)
 
     def placed(
@@ -385,72 +386,9 @@ class _Compiler:
                 self.error(
                     f"{path}.gpus",
                     f"job {j.id!r} runs on {self.node_names[n]} while that node "
-                    f"is down (slots {_ranges((down + start).tolist())})",
+                    f"is down (slots {slot_ranges((down + start).tolist())})",
                 )
         return Placed(pool.index, start, end, gpus)
-
-    def check_placed(self, jobs: list[Job], pools: tuple[Pool, ...]) -> None:
-        """Placed jobs together: their predecessors are placed and end first, no GPU of a
-        started job is held twice, no node holds more than it has."""
-        for job in jobs:
-            if job.placed is None:
-                continue
-            for p in job.after:
-                pred = jobs[p]
-                if pred.placed is None:
-                    self.error(
-                        f"jobs[{job.index}].placed",
-                        f"job {job.id!r} runs after {pred.id!r}, which is not placed: a started "
-                        "job's predecessors have ended (leave them out of the instance) or are "
-                        "placed too",
-                    )
-                elif pred.placed.end > job.placed.start:
-                    self.error(
-                        f"jobs[{job.index}].placed.start",
-                        f"slot {job.placed.start} is before {pred.id!r} ends "
-                        f"(slot {pred.placed.end})",
-                    )
-        runs: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
-        count: dict[int, IntArray] = {}
-        for job in jobs:
-            if job.placed is None:
-                continue
-            a, b = job.placed.start, job.placed.end
-            for n, idx in job.placed.gpus.items():
-                row = count.setdefault(n, np.zeros(self.S, dtype=np.int64))
-                row[a:b] += len(idx)
-                if a < self.now:  # a started job holds these very GPUs
-                    for g in idx:
-                        runs.setdefault((n, g), []).append((a, b, job.id))
-        for (n, g), items in runs.items():
-            items.sort()
-            last_end, last_id = items[0][1], items[0][2]  # the run that ends last so far
-            for a, b, job_id in items[1:]:
-                if a < last_end:
-                    self.error(
-                        "jobs",
-                        f"placed jobs {last_id!r} and {job_id!r} both hold GPU {g} of "
-                        f"{self.node_names[n]} at slot {a}",
-                    )
-                if b > last_end:
-                    last_end, last_id = b, job_id
-        gpus = {p.index: p.gpus_per_node for p in pools}
-        for n, row in count.items():
-            G = gpus[self.node_pools[n]]
-            over = np.flatnonzero(row > G)
-            if over.size:
-                holders = [
-                    job.id
-                    for job in jobs
-                    if job.placed is not None
-                    and n in job.placed.gpus
-                    and job.placed.start <= over[0] < job.placed.end
-                ]
-                self.error(
-                    "jobs",
-                    f"placed jobs {', '.join(map(repr, holders))} hold more than the {G} GPUs "
-                    f"of {self.node_names[n]} (slots {_ranges(over.tolist())})",
-                )
 
     def job_durations(self, i: int, by_name: dict[str, Pool]) -> dict[int, int]:
         j = self.spec.jobs[i]
@@ -497,43 +435,6 @@ class _Compiler:
             return 0
         return now
 
-    def check_inference(
-        self,
-        pools: tuple[Pool, ...],
-        up: BoolArray,
-        services: tuple[Service, ...],
-        held: IntArray,
-    ) -> None:
-        """Every slot's required replicas must fit on the nodes that are up, beside the placed
-        jobs and no other batch work."""
-        for pool in pools:
-            members = [s for s in services if s.pool == pool.index]
-            if not members:
-                continue
-            short: dict[int, list[int]] = {s.index: [] for s in members}
-            rows = up[pool.first_node : pool.first_node + pool.nodes]
-            taken = held[pool.first_node : pool.first_node + pool.nodes]
-            for t in range(self.S):
-                free = rows[:, t].astype(np.int64) * pool.gpus_per_node - taken[:, t]
-                demands = [(s.gpus_per_replica, int(s.req[t])) for s in members]
-                placed, _ = pack(free, demands)
-                for k, s in enumerate(members):
-                    if placed[k].sum() < s.req[t]:
-                        short[s.index].append(t)
-            for s in members:
-                if short[s.index]:
-                    spec_index = [x.name for x in self.spec.services].index(s.name)
-                    beside = (
-                        "beside the placed jobs"
-                        if taken[:, short[s.index]].any()
-                        else "even with no batch work"
-                    )
-                    self.error(
-                        f"services[{spec_index}].demand",
-                        f"service {s.name!r} needs more replicas than pool {pool.name!r} can "
-                        f"hold {beside}, at slots {_ranges(short[s.index])}",
-                    )
-
     def job_after(self, i: int, ids: dict[str, int]) -> list[int]:
         """The indices of the jobs that job i runs after (an unknown id, or itself, is an
         error)."""
@@ -563,7 +464,9 @@ class _Compiler:
         self.teams = compile_teams(self.spec.teams, {p.name: p.index for p in pools}, self.error)
         jobs = self.jobs(pools)
         if not self.problems:
-            self.check_inference(pools, up, services, _placed_gpus(jobs, up.shape))
+            names = [x.name for x in self.spec.services]
+            held = _placed_gpus(jobs, up.shape)
+            check_inference(pools, up, services, held, names, self.error)
         if self.problems:
             raise InstanceError(self.problems)
         node_pool = np.array([p.index for p in pools for _ in range(p.nodes)], dtype=np.int64)
@@ -588,21 +491,6 @@ class _Compiler:
         if not self.spec.horizon.open_end:
             return compiled
         return extend(compiled, self.tails, exactly=self.planned_slots)
-
-
-def _ranges(slots: list[int]) -> str:
-    """'3-5, 9' for [3, 4, 5, 9]; at most ten ranges, then a count."""
-    parts: list[str] = []
-    start = prev = slots[0]
-    for s in [*slots[1:], None]:
-        if s is not None and s == prev + 1:
-            prev = s
-            continue
-        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-        if s is not None:
-            start = prev = s
-    more = f" (+{len(parts) - 10} more)" if len(parts) > 10 else ""
-    return ", ".join(parts[:10]) + more
 
 
 def compile_instance(
