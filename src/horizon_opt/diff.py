@@ -175,12 +175,9 @@ def plan_diff(
         (JobChange.added(x) for x in new.values() if x.job not in old),
         key=lambda c: (c.new_start, order[c.job]),
     )
+    moved = {m.job for m in moves}
     relocated = sorted(
-        (
-            job
-            for job, x in old.items()
-            if job in new and job_move(x, new[job]) is None and _gpus(x) != _gpus(new[job])
-        ),
+        (j for j, x in old.items() if j in new and j not in moved and _gpus(x) != _gpus(new[j])),
         key=order.__getitem__,
     )
     newly: tuple[str, ...] | None = None

@@ -80,11 +80,11 @@ class _Replayer:
         self.world = world
         # What the planners are told: the estimates, or the actual run times (`-runtimes`),
         # with an open end (`open_ended`).
-        self.told = open_ended(instance)
+        self.told = open_ended(
+            instance, told_spec(instance, world) if policy.knows_runtimes else None
+        )
         self.planned_slots = 0  # the horizon of the last state planned on
         self.tally = WindowTally(window)
-        if policy.knows_runtimes:
-            self.told = open_ended(instance, told_spec(instance, world))
         learned = policy.predict if policy.expect is None else policy.expect
         self.runtimes = None if learned is None else RunTimes(learned)
         self.predicted = Predicted(self.told) if self.runtimes is not None else None
@@ -537,10 +537,11 @@ class _Replayer:
                     f"internal error: replay of {policy.name} overfills {inst.node_names[n]} "
                     f"at slot {t}"
                 )
-            batch += float(used.sum())
+            in_use, up = float(used.sum()), float(inst.capacity[:, t].sum())
+            batch += in_use
             serving += served
-            self.tally.slot(t, float(used.sum()) + served, float(inst.capacity[:, t].sum()))
-            available += float(inst.capacity[:, t].sum())
+            self.tally.slot(t, in_use + served, up)
+            available += up
             demand += wanted
             short += missing
         self.end_jobs(inst.slots)  # the jobs that end with the horizon
