@@ -31,7 +31,13 @@ import numpy as np
 
 from horizon_opt.generate.trace import default_traces_dir, load_trace_jobs
 from horizon_opt.instance import FloatArray, Instance
-from horizon_opt.simulate.trace_world import MIN_BAND_JOBS, ROUND_LIMITS_H, trace_model
+from horizon_opt.simulate.trace_world import (
+    MIN_BAND_JOBS,
+    ROUND_LIMITS_H,
+    estimate_hours,
+    nearest_limit,
+    trace_model,
+)
 from horizon_opt.simulate.world import World
 
 OVERESTIMATE_MAX = 2.0  # users ask for up to this many times their run, before rounding up
@@ -52,9 +58,8 @@ class ClusterModel:
     demand_errors: tuple[FloatArray, ...]  # per ServeGen model: hourly log errors, in time order
 
     def band(self, estimate_h: float) -> int:
-        """Index of the limit nearest `estimate_h` on a log scale (the lower one on a tie)."""
-        gaps = [abs(math.log(estimate_h / limit)) for limit in self.limits_h]
-        return gaps.index(min(gaps))
+        """Index of the limit nearest `estimate_h` (`nearest_limit`)."""
+        return nearest_limit(self.limits_h, estimate_h)
 
     def fail_share(self, gpus: int) -> float:
         return FAIL_SINGLE if gpus == 1 else FAIL_GANG
@@ -120,8 +125,7 @@ def draw_cluster_world(instance: Instance, seed: int) -> World:
     fails: set[str] = set()
     cancels: set[str] = set()
     for job in instance.jobs:
-        # a job with no pool to run on never starts: any estimate will do
-        estimate = min(job.durations.values(), default=1) * instance.hours_per_slot
+        estimate = estimate_hours(instance, job)
         u, v, w = rng.random(3)
         ratios = model.ratios[model.band(estimate)]
         full = float(ratios[int(v * len(ratios))])

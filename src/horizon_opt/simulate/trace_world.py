@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from horizon_opt.generate.trace import default_traces_dir, load_trace_jobs
-from horizon_opt.instance import FloatArray, Instance
+from horizon_opt.instance import FloatArray, Instance, Job
 from horizon_opt.simulate.world import World, draw_demand
 
 ROUND_LIMITS_H = (1, 2, 4, 8, 12, 24, 48, 72, 168, 336)  # the time limits users ask for, hours
@@ -56,9 +56,20 @@ class TraceModel:
     cancelled: float  # share of jobs their user cancels
 
     def band(self, estimate_h: float) -> int:
-        """Index of the limit nearest `estimate_h` on a log scale (the lower one on a tie)."""
-        gaps = [abs(math.log(estimate_h / limit)) for limit in self.limits_h]
-        return gaps.index(min(gaps))
+        """Index of the limit nearest `estimate_h` (`nearest_limit`)."""
+        return nearest_limit(self.limits_h, estimate_h)
+
+
+def nearest_limit(limits_h: tuple[float, ...], estimate_h: float) -> int:
+    """Index of the limit nearest `estimate_h` on a log scale (the lower one on a tie)."""
+    gaps = [abs(math.log(estimate_h / limit)) for limit in limits_h]
+    return gaps.index(min(gaps))
+
+
+def estimate_hours(instance: Instance, job: Job) -> float:
+    """A job's estimate, the limit it asks for: its run on its fastest pool (a job with no pool
+    to run on never starts: any estimate will do)."""
+    return min(job.durations.values(), default=1) * instance.hours_per_slot
 
 
 def _outcome_shares() -> tuple[float, float]:
@@ -105,8 +116,7 @@ def draw_trace_world(instance: Instance, seed: int, demand_sigma: float) -> Worl
     fails: set[str] = set()
     cancels: set[str] = set()
     for job in instance.jobs:
-        # a job with no pool to run on never starts: any estimate will do
-        estimate = min(job.durations.values(), default=1) * instance.hours_per_slot
+        estimate = estimate_hours(instance, job)
         u, v = rng.random(2)
         if u < model.failed + model.cancelled:
             end = float(model.run_hours[int(v * len(model.run_hours))])
