@@ -29,11 +29,11 @@ from horizon_opt.params import LOOP
 from horizon_opt.plan import Plan
 from horizon_opt.replan import PROMISE_AHEAD_MINUTES, replan, with_held_promises
 from horizon_opt.simulate.audit import Audit, Run, told_spec
+from horizon_opt.simulate.bets import RunTimeBets
 from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
 from horizon_opt.simulate.replay_figures import Replay
-from horizon_opt.simulate.runtimes import Predicted, RunTimes
 from horizon_opt.simulate.window import Window, WindowTally
 from horizon_opt.simulate.world import World
 from horizon_opt.snapshot import Running, instance_at
@@ -85,12 +85,7 @@ class _Replayer:
         )
         self.planned_slots = 0  # the horizon of the last state planned on
         self.tally = WindowTally(window)
-        learned = policy.predict if policy.expect is None else policy.expect
-        self.runtimes = None if learned is None else RunTimes(learned)
-        self.predicted = Predicted(self.told) if self.runtimes is not None else None
-        self.believed: dict[int, int] = {}  # running job planned on a prediction -> planned end
-        self.expected: dict[int, int] = {}  # `-expect`: running job -> the end plans last saw
-        self.predict: set[int] = set()  # the jobs the last state planned on a prediction
+        self.bets = RunTimeBets.for_policy(self.told, policy)  # (None: it plans on limits)
         self.alone = AloneView(instance)
         self.order = topological_order(instance)
         self.policy = policy
@@ -149,28 +144,13 @@ class _Replayer:
         running ones placed where they run."""
         running = {j: Running(run.pool, run.start, run.gpus) for j, run in self.running.items()}
         told = self.told
-        if self.policy.expect is not None and self.runtimes is not None:
-            assert self.predicted is not None
-            running = {
-                j: Running(r.pool, r.start, r.gpus, self.expected_end(j, t))
-                for j, r in running.items()
-            }
-            self.expected = {j: r.end for j, r in running.items() if r.end is not None}
-            every = range(len(self.inst.jobs))
-            told = self.predicted.told(
-                self.runtimes,
+        if self.bets is not None:
+            told, running = self.bets.view(
                 running,
-                every,
-                discount=False,
-                on_time_by_limit=self.policy.on_time_by_limit,
+                t,
+                lambda j, at: self.down_from(self.running[j], at),
+                lambda: self.to_predict(t),
             )
-        elif self.runtimes is not None and self.predicted is not None:
-            running = {
-                j: Running(r.pool, r.start, r.gpus, self.believed_end(j, t))
-                for j, r in running.items()
-            }
-            self.predict = self.to_predict(t)
-            told = self.predicted.told(self.runtimes, running, self.predict)
         try:
             state = instance_at(told, t, self.known(t), running, self.planned_slots)
         except InstanceError as exc:  # the replay only builds states that its plans allow
@@ -258,9 +238,8 @@ class _Replayer:
             run = self.running.pop(j)
             job = self.inst.jobs[j]
             self.gone.add(j)
-            self.believed.pop(j, None)
-            if self.runtimes is not None:
-                self.runtimes.observe(run.end - run.start, job.durations[run.pool])
+            if self.bets is not None:
+                self.bets.ended(j, run.end - run.start, job.durations[run.pool])
             user = job.id in self.world.cancels
             self.record(run, "cancelled" if user else "failed" if run.fails else "completed")
             if run.fails:
@@ -334,27 +313,9 @@ class _Replayer:
             short += actual - got
         return serving, demand, short, preempted
 
-    def believed_end(self, j: int, t: int) -> int | None:
-        """The end a planner sees for running job `j` at `t`: a job planned on a prediction holds
-        its GPUs until its planned end; past it, it runs on borrowed time, until the next slot
-        as far as planners know (a start or inference that needs its GPUs preempts it)."""
-        if j not in self.believed:
-            return None  # planned on its limit: its estimate, where Slurm kills it
-        return max(self.believed[j], t + 1)
-
-    def expected_end(self, j: int, t: int) -> int:
-        """The end an `-expect` planner sees for running job `j` at `t`: what the ended runs
-        that lasted as long ran in all, at least the next slot, at most its limit or the first
-        outage on its nodes (where it would be stopped)."""
-        assert self.runtimes is not None
-        run = self.running[j]
-        limit = self.inst.jobs[j].durations[run.pool]
-        share = self.runtimes.ratio_after((t - run.start) / limit)
-        end = run.start + max(1, math.ceil(share * limit - 1e-9))
-        return min(max(end, t + 1), run.start + limit, self.down_from(run, t))
-
     def overrunning(self, j: int, t: int) -> bool:
-        return j in self.believed and self.believed[j] <= t
+        """Whether running job `j` is past the end its plan bet on (on borrowed time)."""
+        return self.bets is not None and self.bets.overrunning(j, t)
 
     def to_predict(self, t: int) -> set[int]:
         """The waiting jobs a `-predict` policy bets on: those whose limit cannot end in time
@@ -426,7 +387,8 @@ class _Replayer:
     def stop(self, j: int, t: int) -> None:
         """Preempt running job `j` at `t`: it loses its progress and waits again."""
         run = self.running.pop(j)
-        self.believed.pop(j, None)
+        if self.bets is not None:
+            self.bets.stopped(j)
         job = self.inst.jobs[j]
         self.record(run, "preempted", end=t)
         self.preemptions += 1
@@ -488,10 +450,8 @@ class _Replayer:
             real = self.world.run_slots(job.id, estimate)
             self.running[j] = _Run(j, pool, t, t + real, dict(gpus), job.id in self.world.fails)
             self.first_start.setdefault(j, t)
-            if j in self.predict:  # planned on its prediction: an event if it outlives it
-                self.believed[j] = self.plan_ends[j]
-            if self.policy.expect is not None:
-                self.expected[j] = self.plan_ends[j]
+            if self.bets is not None:
+                self.bets.started(j, self.plan_ends[j])
             for n, g in gpus.items():
                 used[n] += len(g)
                 held[n].update(g)
@@ -516,10 +476,7 @@ class _Replayer:
             event |= self.end_jobs(t)
             by_slot.append(self.realized)
             event |= t in releases
-            # a job planned on a prediction reaches its planned end still running
-            event |= any(end == t for end in self.believed.values())
-            # a job planned on its expected run time outlives it: plans after it must move
-            event |= any(end == t and j in self.running for j, end in self.expected.items())
+            event |= self.bets is not None and self.bets.event(t, self.running)
             event |= self.stop_on_outages(t)
             event |= self.reclaim_quotas(t)
             due = policy.due(t)
