@@ -67,8 +67,8 @@ PEERS = ("backfill", "backfill-expect")  # `--peer best` takes the better of the
 def run(
     path: str, seed: int, solver_seed: int, seconds: float, labels: tuple[str, ...], world: str
 ) -> dict[str, float]:
-    """Realized pwo (`LABEL`), pwo in the measured window (`LABEL w`) and promise error
-    (`LABEL h`) of the peers and of each variant in the world of `seed`."""
+    """Realized pwo (`LABEL`), pwo in the measured window (`LABEL w`), promise error (`LABEL h`)
+    and starved jobs (`LABEL s`, `simulate.starvation`) of the peers and of each variant in the world of `seed`."""
     inst = ho.load_instance(HERE.parent / path)
     drawn = world_for(inst, world, seed, Noise())
     base = ho.SolveOptions(time_limit=seconds, workers=1, seed=solver_seed)
@@ -76,19 +76,24 @@ def run(
     row: dict[str, float] = {"seed": seed, "solver seed": solver_seed}
     for peer in PEERS:
         r = replay(inst, drawn, policy(peer, every, freeze), base)
-        row[peer], row[f"{peer} w"], row[f"{peer} h"] = _figures(r)
+        row.update(_figures(peer, r))
     for label in labels:
         name, changed, stability, keep = VARIANTS[label]
         options = replace(base, params=replace(LOOP, **changed))  # type: ignore[arg-type]
         p = policy(
             name, every, freeze, stability, slot_minutes=inst.slot_minutes, keep_promises=keep
         )
-        row[label], row[f"{label} w"], row[f"{label} h"] = _figures(replay(inst, drawn, p, options))
+        row.update(_figures(label, replay(inst, drawn, p, options)))
     return row
 
 
-def _figures(r: Replay) -> tuple[float, float, float]:
-    return r.realized_pwo, r.window_pwo, r.promise_error_hours
+def _figures(label: str, r: Replay) -> dict[str, float]:
+    return {
+        label: r.realized_pwo,
+        f"{label} w": r.window_pwo,
+        f"{label} h": r.promise_error_hours,
+        f"{label} s": r.starved,
+    }
 
 
 def report(
@@ -117,18 +122,23 @@ def report(
         f"world seeds 0-{args.seeds - 1} x solver seeds {_seeds(args.solver_seeds)}; {figure} "
         f"against {peer_name} in the same world.",
         "",
-        "| variant | median | mean | worst | pairs above the peer | promise error h (median) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| variant | median | mean | worst | pairs above the peer | promise error h (median) "
+        "| starved jobs (all pairs) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for p in PEERS:
-        lines.append(f"| {p} | | | | | {statistics.median(r[f'{p} h'] for r in rows):.1f} |")
+        lines.append(
+            f"| {p} | | | | | {statistics.median(r[f'{p} h'] for r in rows):.1f} | "
+            f"{sum(r[f'{p} s'] for r in rows):.0f} |"
+        )
     for k in labels:
         v = pct[k]
         above = sum(x > 0 for x in v)
         lines.append(
             f"| {k} | {statistics.median(v):+.1f}% | {statistics.mean(v):+.1f}% | "
             f"{min(v):+.1f}% | {above} of {len(v)} | "
-            f"{statistics.median(r[f'{k} h'] for r in rows):.1f} |"
+            f"{statistics.median(r[f'{k} h'] for r in rows):.1f} | "
+            f"{sum(r[f'{k} s'] for r in rows):.0f} |"
         )
     lines += ["", "| seed | solver seed | peer | " + " | ".join(labels) + " |"]
     lines += ["| ---: | ---: | ---: |" + " ---: |" * len(labels)]
@@ -148,7 +158,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--seeds", type=int, default=10, help="world seeds 0..N-1")
     ap.add_argument("--solver-seeds", type=int, default=1, help="solver seeds 0..K-1")
-    ap.add_argument("--world", choices=WORLDS, default="synthetic")
+    ap.add_argument("--world", choices=WORLDS, default="cluster")
     ap.add_argument("--figure", choices=("realized", "window"), default="realized")
     ap.add_argument("--peer", choices=("backfill", "best"), default="backfill")
     ap.add_argument("--jobs", type=int, default=2)

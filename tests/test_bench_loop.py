@@ -101,7 +101,7 @@ def test_loop_suite_errors_name_the_field(
     assert "solvers: a suite with `loop` replays loop.policies; leave solvers out" in text
     assert "loop.policies: unknown policy 'magic'" in text
     assert "loop.policies: named more than once: ['backfill']" in text
-    assert "loop.worlds: unknown world(s) ['moon']; choose from synthetic, trace" in text
+    assert "loop.worlds: unknown world(s) ['moon']; choose from cluster, trace, synthetic" in text
     assert "loop.replan_every: expected minutes (more than 0) or a duration" in text
     assert "loop.freeze: expected minutes (0 or more) or a duration" in text
     assert "loop.noise: early must be from 0 to 1, got 2.0" in text

@@ -110,6 +110,7 @@ class LoopRow:
     window_pwo: float | None = None
     window_vs_backfill: float | None = None
     window_utilization: float | None = None
+    starved: int | None = None  # jobs that waited with room for longer than their limit
     wall_seconds: float | None = None
     peak_mib: float | None = None
     error: str = ""

@@ -34,6 +34,7 @@ from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
 from horizon_opt.simulate.replay_figures import Replay
+from horizon_opt.simulate.starvation import starved_jobs
 from horizon_opt.simulate.window import Window, WindowTally
 from horizon_opt.simulate.world import World
 from horizon_opt.snapshot import Running, instance_at
@@ -509,6 +510,8 @@ class _Replayer:
             self.record(run, "unfinished", end=inst.slots)
         by_slot.append(self.realized)
         promised, promise_error = self.promise_figures()
+        audit = Audit(self.runs, self.ran_replicas, self.served)
+        starved = {s.job: s.slots for s in starved_jobs(inst, audit)}
         return Replay(
             policy=policy.name,
             planned_pwo=self.planned_pwo if policy.open_loop else None,
@@ -532,11 +535,13 @@ class _Replayer:
             realized_by_slot=by_slot,
             promised=promised,
             promise_error_hours=promise_error,
-            audit=Audit(self.runs, self.ran_replicas, self.served),
+            audit=audit,
             window_start=self.tally.window.start,
             window_end=self.tally.window.end,
             window_pwo=self.tally.pwo,
             window_utilization=self.tally.utilization,
+            starved=len(starved),
+            starved_jobs=starved,
         )
 
 

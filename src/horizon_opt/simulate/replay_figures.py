@@ -46,9 +46,14 @@ class Replay:
     window_end: int = 0
     window_pwo: float = 0.0
     window_utilization: float = 0.0
+    # Jobs that waited, ready, with idle GPUs they could use for longer than their limit
+    # (`simulate.starvation`): the count, and the job ids with the longest such wait (slots)
+    starved: int = 0
+    starved_jobs: dict[str, int] = field(default_factory=dict)
 
     SERIES = (
         "realized_by_slot",
         "audit",
         "reclaimed_by_team",
+        "starved_jobs",
     )  # fields that are not one figure of a table row

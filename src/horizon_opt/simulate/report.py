@@ -91,6 +91,21 @@ def format_table(replays: Sequence[Replay]) -> str:
     return "\n".join(lines)
 
 
+def starved_lines(replays: Sequence[Replay], hours_per_slot: float) -> str:
+    """A line per policy that starved a job (it waited, ready, beside idle GPUs it could use for
+    longer than its limit), naming the longest waits; one line when none did."""
+    starving = [r for r in replays if r.starved]
+    if not starving:
+        return "starved jobs (waited with room longer than their limit): none"
+    lines = ["starved jobs (waited with room longer than their limit):"]
+    for r in starving:
+        worst = sorted(r.starved_jobs.items(), key=lambda item: (-item[1], item[0]))[:3]
+        named = ", ".join(f"{job} {slots * hours_per_slot:g} h" for job, slots in worst)
+        more = f", and {r.starved - len(worst)} more" if r.starved > len(worst) else ""
+        lines.append(f"- {r.policy}: {r.starved} ({named}{more})")
+    return "\n".join(lines)
+
+
 def team_table(ran: Mapping[str, Plan], replays: Sequence[Replay]) -> str:
     """A markdown table of each team's realized GPU-hours per policy (from the plans of what
     ran): its share against its quota share, what it held above its quota, its runs preempted
