@@ -39,7 +39,7 @@ def test_idle_gpus_subtract_runs_and_replicas() -> None:
 
 
 def test_a_job_that_waits_beside_idle_gpus_longer_than_its_limit_is_starved() -> None:
-    """"big" runs 0-3, then the node sits idle until "small" starts at 6: "small" waited 3
+    """Big runs 0-3, then the node sits idle until "small" starts at 6: "small" waited 3
     slots with room (3-5) against its limit 2. "next" waited 8-9 after "small" ended at 8 and
     never ran: 2 slots against its limit 1."""
     inst = build(TEN)
@@ -48,7 +48,7 @@ def test_a_job_that_waits_beside_idle_gpus_longer_than_its_limit_is_starved() ->
 
 
 def test_no_room_or_no_chance_is_no_starvation() -> None:
-    """"big" holds the node 0-8, "small" runs 8-10: "small" never had room; "next" could
+    """Big holds the node 0-8, "small" runs 8-10: "small" never had room; "next" could
     never start (its predecessor ends with the horizon)."""
     inst = build(TEN)
     audit = Audit([run("big", 0, 8, 8), run("small", 8, 10, 4)], [], [])

@@ -33,7 +33,8 @@ def idle_gpus(instance: Instance, audit: Audit) -> IntArray:
     for service, ran in zip(instance.services, audit.replicas, strict=True):
         nodes = instance.pools[service.pool].node_range
         used[nodes.start : nodes.stop] += ran * service.gpus_per_replica
-    return np.maximum(instance.capacity - used, 0)
+    idle: IntArray = np.maximum(instance.capacity - used, 0)
+    return idle
 
 
 def _ready_slots(instance: Instance, job: int, runs: dict[str, list[Run]]) -> np.ndarray:
