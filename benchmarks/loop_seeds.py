@@ -36,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 # label -> (policy, cpsat search parameters changed from the defaults, stability weight, weight
 # of a held promise)
 VARIANTS: dict[str, tuple[str, dict[str, object], float, float]] = {
+    "cpsat": ("cpsat", {}, 0.0, 0.0),
     "cpsat@event": ("cpsat@event", {}, 0.0, 0.0),
     "cpsat@event (no fill)": ("cpsat@event", {"fill_gaps": False}, 0.0, 0.0),
     "cpsat@event (stability 0.05)": ("cpsat@event", {}, 0.05, 0.0),
@@ -47,8 +48,10 @@ VARIANTS: dict[str, tuple[str, dict[str, object], float, float]] = {
     "backfill-expect": ("backfill-expect", {}, 0.0, 0.0),
     "cpsat-expect@event": ("cpsat-expect@event", {}, 0.0, 0.0),
     "cpsat-pack@event": ("cpsat-pack@event", {}, 0.0, 0.0),
+    "cpsat-risk@event": ("cpsat-risk@event", {}, 0.0, 0.0),
     "cpsat-pack@event (keep promises 0.1)": ("cpsat-pack@event", {}, 0.0, 0.1),
     "cpsat-runtimes@event": ("cpsat-runtimes@event", {}, 0.0, 0.0),
+    "cpsat-oracle": ("cpsat-oracle", {}, 0.0, 0.0),
     **{
         f"{name} ({label})": (name, changed, 0.0, 0.0)
         for name in ("cpsat@event", "cpsat-pack@event")

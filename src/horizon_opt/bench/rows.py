@@ -111,6 +111,8 @@ class LoopRow:
     window_vs_backfill: float | None = None
     window_utilization: float | None = None
     starved: int | None = None  # jobs that waited with room for longer than their limit
+    runtime_error_hours: float | None = None  # run times planned on against the runs
+    runtime_under_share: float | None = None
     wall_seconds: float | None = None
     peak_mib: float | None = None
     error: str = ""

@@ -32,6 +32,7 @@ from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.bets import RunTimeBets
 from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
+from horizon_opt.simulate.predictions import PredictionLog
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
 from horizon_opt.simulate.replay_figures import Replay
 from horizon_opt.simulate.starvation import starved_jobs
@@ -86,6 +87,7 @@ class _Replayer:
         )
         self.planned_slots = 0  # the horizon of the last state planned on
         self.tally = WindowTally(window)
+        self.predictions = PredictionLog()
         self.bets = RunTimeBets.for_policy(self.told, policy)  # (None: it plans on limits)
         self.alone = AloneView(instance)
         self.order = topological_order(instance)
@@ -239,8 +241,9 @@ class _Replayer:
             run = self.running.pop(j)
             job = self.inst.jobs[j]
             self.gone.add(j)
+            self.predictions.ended(j, run.end - run.start)
             if self.bets is not None:
-                self.bets.ended(j, run.end - run.start, job.durations[run.pool])
+                self.bets.ended(j, run.end - run.start, job.durations[run.pool], not run.fails)
             user = job.id in self.world.cancels
             self.record(run, "cancelled" if user else "failed" if run.fails else "completed")
             if run.fails:
@@ -388,6 +391,7 @@ class _Replayer:
     def stop(self, j: int, t: int) -> None:
         """Preempt running job `j` at `t`: it loses its progress and waits again."""
         run = self.running.pop(j)
+        self.predictions.stopped(j)
         if self.bets is not None:
             self.bets.stopped(j)
         job = self.inst.jobs[j]
@@ -451,6 +455,7 @@ class _Replayer:
             real = self.world.run_slots(job.id, estimate)
             self.running[j] = _Run(j, pool, t, t + real, dict(gpus), job.id in self.world.fails)
             self.first_start.setdefault(j, t)
+            self.predictions.started(j, self.plan_ends[j] - t)
             if self.bets is not None:
                 self.bets.started(j, self.plan_ends[j])
             for n, g in gpus.items():
@@ -512,6 +517,7 @@ class _Replayer:
         promised, promise_error = self.promise_figures()
         audit = Audit(self.runs, self.ran_replicas, self.served)
         starved = {s.job: s.slots for s in starved_jobs(inst, audit)}
+        run_error, under = self.predictions.figures(inst.hours_per_slot)
         return Replay(
             policy=policy.name,
             planned_pwo=self.planned_pwo if policy.open_loop else None,
@@ -541,6 +547,8 @@ class _Replayer:
             window_pwo=self.tally.pwo,
             window_utilization=self.tally.utilization,
             starved=len(starved),
+            runtime_error_hours=run_error,
+            runtime_under_share=under,
             starved_jobs=starved,
         )
 

@@ -49,6 +49,10 @@ class Replay:
     # Jobs that waited, ready, with idle GPUs they could use for longer than their limit
     # (`simulate.starvation`): the count, and the job ids with the longest such wait (slots)
     starved: int = 0
+    # The run times planned on against the runs (`simulate.predictions`): the median absolute
+    # error in hours of the runs that ended, and the share that ran longer than planned
+    runtime_error_hours: float = 0.0
+    runtime_under_share: float = 0.0
     starved_jobs: dict[str, int] = field(default_factory=dict)
 
     SERIES = (
