@@ -131,8 +131,9 @@ def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
         lines.append(r.no_priority)
     elif r.no_priority is not None:
         lines.append(f"no priority is enough: {r.no_priority}")
+    relaid = " (the inference replicas placed to suit it)" if r.inference_moved else ""
     if r.priority_needed is not None:
-        where = f"slot {_when(instance, r.window_start)} on {r.window_pool}"
+        where = f"slot {_when(instance, r.window_start)} on {r.window_pool}{relaid}"
         ahead = f", ahead of {_names(r.window_moves)}" if r.window_moves else ""
         if r.priority_needed == 0:
             lines.append(f"it fits at {where} as the plan stands")
@@ -153,7 +154,7 @@ def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
         moving = f", moving {_names(r.insert_moves)}" if r.insert_moves else ""
         lines.append(
             f"moving only lower-value work, it could start at slot "
-            f"{_when(instance, r.insert_at)} on {r.insert_pool}{moving}"
+            f"{_when(instance, r.insert_at)} on {r.insert_pool}{moving}{relaid}"
         )
     elif r.code is not None and r.no_priority is None and r.insert_at is None:
         lines.append("moving only lower-value work: no window ends in time")
