@@ -111,17 +111,12 @@ _WAITS = ("predecessor-unplanned", "predecessor-late")  # its own priority is no
 
 
 def _together(instance: Instance, r: JobExplanation) -> str:
-    """What the work in its way is worth together against the job: a plan that maximizes pwo
-    moves all of it only for a job worth more than all of it."""
+    """What the work in its way is worth together against the job: a sum, not a threshold (a
+    plan that maximizes pwo may move that work elsewhere rather than out, so no priority that
+    such a plan "needs" follows from it; docs/design.md, Explanations)."""
     total = sum(instance.jobs[instance.job_index[m]].value for m in r.window_moves)
-    if total <= r.value:
-        return f"together that work is worth {total:,.0f}, less than its {r.value:,.0f}"
-    outweigh = r.priority * total / r.value  # value grows with priority, work fixed
-    return (
-        f"together that work is worth {total:,.0f}, more than its {r.value:,.0f}: only above "
-        f"priority {outweigh:.3g} is it worth more than all of it, as a plan that maximizes pwo "
-        "needs"
-    )
+    than = "less" if total <= r.value else "more"
+    return f"together that work is worth {total:,.0f}, {than} than its {r.value:,.0f}"
 
 
 def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
@@ -146,9 +141,9 @@ def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
         else:
             lines.append(
                 f"with priority above {r.priority_needed:.3g} (now {r.priority:g}) it would "
-                f"outrank each job at {where}{ahead}, one by one: a threshold by value, what "
-                "cpsat maximizes (greedy and fifo order by their own rules and may still leave "
-                "it out); " + _together(instance, r)
+                f"outrank each job at {where}{ahead}, one by one: a comparison of values, not a "
+                "promise of any solver (greedy and fifo order by their own rules; a plan that "
+                "maximizes pwo may move that work elsewhere, or keep it); " + _together(instance, r)
             )
     if r.insert_at is not None and r.priority_needed != 0:
         moving = f", moving {_names(r.insert_moves)}" if r.insert_moves else ""
