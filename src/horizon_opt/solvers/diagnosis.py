@@ -277,9 +277,7 @@ class Diagnosis:
             for q in {p.job for p in during(self.instance, others, j, fit)}
             if self.worth(q) >= job.value
         ]
-        holders = self.holders(fit, j, worth_less=False) or tuple(
-            sorted(worth_more, key=lambda q: (-self.worth(q), q))
-        )
+        holders = self.holders(fit, j, worth_less=False) or tuple(sorted(worth_more, key=self.rank))
         return Cause(
             Code.HIGHER_VALUE_WORK,
             f"work worth at least as much as it ({job.value:,.0f}) holds every window from "
