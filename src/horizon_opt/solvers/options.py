@@ -53,10 +53,12 @@ class SolveOptions:
     hint: Plan | None = None  # a plan to start from (cpsat)
     on_progress: Callable[[Progress], None] | None = None
     params: SearchParams = field(default_factory=SearchParams)  # tuning of the cpsat search
-    # With one worker: only the deterministic budget stops cpsat, never the wall clock, so a
-    # rerun gives the same plan under any load (a replay's decisions); a loaded or slow machine
-    # then takes longer than `time_limit`.
-    repeatable: bool = False
+    # With one worker: only deterministic work stops cpsat (CP-SAT's deterministic time, the
+    # LP's count of column-generation steps), never the wall clock, so a rerun gives the same
+    # plan under any load; a loaded or slow machine then takes longer than `time_limit`. None
+    # (the default): repeatable exactly when `workers` is 1; False keeps the wall clock as a
+    # stop with one worker too (the plan may then depend on the machine's load).
+    repeatable: bool | None = None
 
     def __post_init__(self) -> None:
         """Refuse options no solver can honour, with a message instead of a solver's crash."""
