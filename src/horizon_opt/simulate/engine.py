@@ -516,7 +516,8 @@ class _Replayer:
         by_slot.append(self.realized)
         promised, promise_error = self.promise_figures()
         audit = Audit(self.runs, self.ran_replicas, self.served)
-        starved = {s.job: s.slots for s in starved_jobs(inst, audit)}
+        told_fails = self.world.fails if policy.knows_outcomes else frozenset()
+        starved = {s.job: s.slots for s in starved_jobs(inst, audit, told_fails)}
         run_error, under = self.predictions.figures(inst.hours_per_slot)
         return Replay(
             policy=policy.name,

@@ -1,11 +1,13 @@
 """Starved jobs: a job that waited, ready to run, while GPUs it could use sat idle for longer
-than its own limit (it could have run whole in that time, and no policy started it).
+than its own limit: it could have run whole, start to end, on GPUs nothing used, and the
+policy did not start it.
 
 Found from a replay's audit alone (what ran where, and the replicas that served inference),
 not from the replayer's own state, so that it checks the replay rather than repeats it."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +18,8 @@ from horizon_opt.simulate.audit import Audit, Run
 
 @dataclass(frozen=True)
 class Starved:
-    """A job that waited `slots` slots in a row with room for it, more than its `limit`."""
+    """A job that could have run whole on idle GPUs while it waited: the `slots` it waited
+    (ready, in a row) around that chance, and its `limit`."""
 
     job: str
     slots: int
@@ -59,39 +62,58 @@ def _ready_slots(instance: Instance, job: int, runs: dict[str, list[Run]]) -> np
     return ready
 
 
-def _room(instance: Instance, job: int, idle: IntArray) -> np.ndarray:
-    """[S] whether enough idle GPUs for the job's gang sat on some pool it may use."""
-    room = np.zeros(instance.slots, dtype=bool)
+def _run_lengths(flags: np.ndarray) -> np.ndarray:
+    """[..., S] how many slots in a row, up to and including each, the flag has held."""
+    out = np.zeros(flags.shape, dtype=np.int64)
+    current = np.zeros(flags.shape[:-1], dtype=np.int64)
+    for t in range(flags.shape[-1]):
+        current = np.where(flags[..., t], current + 1, 0)
+        out[..., t] = current
+    return out
+
+
+def _whole_runs(instance: Instance, job: int, idle: IntArray, ready: np.ndarray) -> np.ndarray:
+    """[S] whether a whole run of the job could have ended at each slot: on one pool it may use,
+    its gang's nodes each had its GPUs idle for every slot of the run, and it was ready
+    throughout."""
     spec = instance.jobs[job]
+    waited = _run_lengths(ready)
+    fits = np.zeros(instance.slots, dtype=bool)
     for pool, gang in spec.gangs.items():
         nodes = instance.pools[pool].node_range
-        fitting = (idle[nodes.start : nodes.stop] >= gang.gpus_per_node).sum(axis=0)
-        room |= fitting >= gang.nodes
-    return room
+        free = _run_lengths(idle[nodes.start : nodes.stop] >= gang.gpus_per_node)
+        run = spec.durations[pool]
+        fits |= ((free >= run).sum(axis=0) >= gang.nodes) & (waited >= run)
+    return fits
 
 
-def _longest_run(flags: np.ndarray) -> int:
-    longest = current = 0
-    for flag in flags:
-        current = current + 1 if flag else 0
-        longest = max(longest, current)
+def _longest_stretch_with(ready: np.ndarray, marks: np.ndarray) -> int:
+    """The longest stretch of `ready` slots that holds a marked slot."""
+    longest = start = 0
+    for t in range(len(ready) + 1):
+        if t == len(ready) or not ready[t]:
+            if marks[start:t].any():
+                longest = max(longest, t - start)
+            start = t + 1
     return longest
 
 
-def starved_jobs(instance: Instance, audit: Audit) -> list[Starved]:
-    """Every job that waited, ready, with room for it for longer than its limit."""
+def starved_jobs(
+    instance: Instance, audit: Audit, known_to_fail: Collection[str] = ()
+) -> list[Starved]:
+    """Every job that could have run whole on idle GPUs while it waited, but for those in
+    `known_to_fail` (a policy told the outcomes rightly never starts them)."""
     idle = idle_gpus(instance, audit)
     runs: dict[str, list[Run]] = {}
     for run in audit.runs:
         runs.setdefault(run.job, []).append(run)
     out = []
     for job in instance.jobs:
-        if not job.durations:
+        if not job.durations or job.id in known_to_fail:
             continue
-        waited = _longest_run(
-            _ready_slots(instance, job.index, runs) & _room(instance, job.index, idle)
-        )
-        limit = min(job.durations.values())
-        if waited > limit:
-            out.append(Starved(job.id, waited, limit))
+        ready = _ready_slots(instance, job.index, runs)
+        whole = _whole_runs(instance, job.index, idle, ready)
+        if whole.any():
+            waited = _longest_stretch_with(ready, whole)
+            out.append(Starved(job.id, waited, min(job.durations.values())))
     return out
