@@ -105,6 +105,8 @@ class LoopRow:
     max_solver_seconds: float | None = None
     promised: int | None = None
     promise_error_hours: float | None = None
+    promise_p50_error_hours: float | None = None
+    promise_p90_coverage: float | None = None
     window_start: int | None = None  # the measured window, slots (`simulate.window`)
     window_end: int | None = None
     window_pwo: float | None = None

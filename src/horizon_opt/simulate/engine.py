@@ -33,6 +33,7 @@ from horizon_opt.simulate.bets import RunTimeBets
 from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.predictions import PredictionLog
+from horizon_opt.simulate.promise_intervals import PromiseBook
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
 from horizon_opt.simulate.replay_figures import Replay
 from horizon_opt.simulate.starvation import starved_jobs
@@ -118,8 +119,7 @@ class _Replayer:
         self.starts: dict[int, list[int]] = {}  # slot -> job indices the plan starts then
         self.plan_gpus: dict[int, tuple[int, dict[int, tuple[int, ...]]]] = {}
         self.plan_ends: dict[int, int] = {}  # job -> the end the plan gives it
-        self.promises: dict[int, int] = {}  # job -> the start first predicted far enough ahead
-        self.first_start: dict[int, int] = {}  # job -> when it first started
+        self.book = PromiseBook()  # first starts predicted far enough ahead, and first starts
         self.reserved: IntArray = np.zeros((instance.num_nodes, instance.slots), dtype=np.int64)
         self.replicas: dict[int, IntArray] = {}  # service -> [S] reserved replicas
         self.extra: IntArray = np.zeros(instance.num_nodes, dtype=np.int64)  # at this slot
@@ -163,9 +163,7 @@ class _Replayer:
         self.planned_slots = state.slots  # (a later state keeps them: this plan must fit it)
         if not self.policy.keep_promises:
             return state
-        waiting = {
-            self.inst.jobs[j].id: s for j, s in self.promises.items() if j not in self.first_start
-        }
+        waiting = {self.inst.jobs[j].id: s for j, s in self.book.waiting().items()}
         return with_held_promises(state, waiting, self.policy.keep_promises)
 
     # -- deciding --------------------------------------------------------------------------------
@@ -224,8 +222,8 @@ class _Replayer:
             gpus = {inst.node_index[n]: tuple(g) for n, g in a.gpus.items()}
             self.plan_gpus[j] = (inst.pool_index[a.pool], gpus)
             self.plan_ends[j] = a.end
-            if j not in self.first_start and a.start - t >= ahead:
-                self.promises.setdefault(j, a.start)
+            if a.start - t >= ahead:
+                self.book.promise(j, t, a.start)
         layout = plan_layout(state, plan)
         if layout is None:  # every plan was checked: its blocks are a layout of the instance
             raise RuntimeError(f"internal error: {plan.solver}'s inference blocks are no layout")
@@ -454,7 +452,7 @@ class _Replayer:
             estimate = job.durations[pool]
             real = self.world.run_slots(job.id, estimate)
             self.running[j] = _Run(j, pool, t, t + real, dict(gpus), job.id in self.world.fails)
-            self.first_start.setdefault(j, t)
+            self.book.start(j, t)
             self.predictions.started(j, self.plan_ends[j] - t)
             if self.bets is not None:
                 self.bets.started(j, self.plan_ends[j])
@@ -462,15 +460,6 @@ class _Replayer:
                 used[n] += len(g)
                 held[n].update(g)
         return blocked
-
-    def promise_figures(self) -> tuple[int, float]:
-        """(promised jobs, median error of their first predicted start in hours)."""
-        errors = [
-            abs(self.first_start.get(j, self.inst.slots) - start)
-            for j, start in self.promises.items()
-        ]
-        hours = float(np.median(errors)) * self.inst.hours_per_slot if errors else 0.0
-        return len(errors), hours
 
     def run(self) -> Replay:
         inst, policy = self.inst, self.policy
@@ -514,7 +503,9 @@ class _Replayer:
                 self.tally.completed(job.value, run.start, run.end)  # (it would complete)
             self.record(run, "unfinished", end=inst.slots)
         by_slot.append(self.realized)
-        promised, promise_error = self.promise_figures()
+        promised, promise_error, p50_error, coverage = self.book.figures(
+            inst.slots, inst.hours_per_slot
+        )
         audit = Audit(self.runs, self.ran_replicas, self.served)
         told_fails = self.world.fails if policy.knows_outcomes else frozenset()
         starved = {s.job: s.slots for s in starved_jobs(inst, audit, told_fails)}
@@ -542,6 +533,8 @@ class _Replayer:
             realized_by_slot=by_slot,
             promised=promised,
             promise_error_hours=promise_error,
+            promise_p50_error_hours=p50_error,
+            promise_p90_coverage=coverage,
             audit=audit,
             window_start=self.tally.window.start,
             window_end=self.tally.window.end,

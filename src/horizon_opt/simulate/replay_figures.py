@@ -37,6 +37,10 @@ class Replay:
     # started counts as starting at the horizon's end), as `squeue --start` would be judged.
     promised: int = 0
     promise_error_hours: float = 0.0
+    # ...each with a P50 and a P90 learned from the lateness of the promises before it
+    # (`simulate.promise_intervals`): the median |actual start - P50|, the share started by P90
+    promise_p50_error_hours: float = 0.0
+    promise_p90_coverage: float = 0.0
     # realized pwo at each slot boundary 0..S (jobs ended by then)
     realized_by_slot: list[float] = field(default_factory=list)
     audit: Audit | None = field(default=None, repr=False)  # what really ran (see `audit`)
