@@ -35,7 +35,7 @@ from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.predictions import PredictionLog
 from horizon_opt.simulate.promise_intervals import PromiseBook
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
-from horizon_opt.simulate.replay_figures import Replay
+from horizon_opt.simulate.replay_figures import Replay, SlotTotals
 from horizon_opt.simulate.starvation import starved_jobs
 from horizon_opt.simulate.window import Window, WindowTally
 from horizon_opt.simulate.world import World
@@ -463,7 +463,7 @@ class _Replayer:
 
     def run(self) -> Replay:
         inst, policy = self.inst, self.policy
-        batch = serving = available = demand = short = 0.0
+        totals = SlotTotals()
         releases = {j.release for j in inst.jobs}
         event = True
         by_slot: list[float] = []
@@ -489,13 +489,9 @@ class _Replayer:
                     f"internal error: replay of {policy.name} overfills {inst.node_names[n]} "
                     f"at slot {t}"
                 )
-            in_use, up = float(used.sum()), float(inst.capacity[:, t].sum())
-            batch += in_use
-            serving += served
-            self.tally.slot(t, in_use + served, up)
-            available += up
-            demand += wanted
-            short += missing
+            up = float(inst.capacity[:, t].sum())
+            totals.add(float(used.sum()), served, up, wanted, missing)
+            self.tally.slot(t, float(used.sum()) + served, up)
         self.end_jobs(inst.slots)  # the jobs that end with the horizon
         for run in self.running.values():  # a job planned on less than its limit may run on
             job = inst.jobs[run.job]
@@ -503,48 +499,53 @@ class _Replayer:
                 self.tally.completed(job.value, run.start, run.end)  # (it would complete)
             self.record(run, "unfinished", end=inst.slots)
         by_slot.append(self.realized)
-        promised, promise_error, p50_error, coverage = self.book.figures(
-            inst.slots, inst.hours_per_slot
-        )
-        audit = Audit(self.runs, self.ran_replicas, self.served)
-        told_fails = self.world.fails if policy.knows_outcomes else frozenset()
-        starved = {s.job: s.slots for s in starved_jobs(inst, audit, told_fails)}
-        run_error, under = self.predictions.figures(inst.hours_per_slot)
-        return Replay(
-            policy=policy.name,
-            planned_pwo=self.planned_pwo if policy.open_loop else None,
-            realized_pwo=self.realized,
-            realized_utilization=(batch + serving) / available if available else 0.0,
-            completed=len(self.done),
-            failed=self.failed,
-            cancelled=self.cancelled,
-            cancelled_by_user=self.user_cancelled,
-            reclaims=sum(self.reclaimed.values()),
-            reclaimed_by_team={inst.teams[k].name: n for k, n in self.reclaimed.items()},
-            preemptions=self.preemptions,
-            lost_gpu_hours=self.lost,
-            slo_short_replica_hours=short * inst.hours_per_slot,
-            slo_short_share=short / demand if demand else 0.0,
-            decisions=self.decisions,
-            replans=self.replans,
-            mean_moved=float(np.mean(self.moved)) if self.moved else 0.0,
-            solver_seconds=float(sum(self.seconds)),
-            max_solver_seconds=max(self.seconds, default=0.0),
-            realized_by_slot=by_slot,
-            promised=promised,
-            promise_error_hours=promise_error,
-            promise_p50_error_hours=p50_error,
-            promise_p90_coverage=coverage,
-            audit=audit,
-            window_start=self.tally.window.start,
-            window_end=self.tally.window.end,
-            window_pwo=self.tally.pwo,
-            window_utilization=self.tally.utilization,
-            starved=len(starved),
-            runtime_error_hours=run_error,
-            runtime_under_share=under,
-            starved_jobs=starved,
-        )
+        return _figures(self, totals, by_slot)
+
+
+def _figures(r: _Replayer, totals: SlotTotals, by_slot: list[float]) -> Replay:
+    """What a finished replay realized, with its audit and the judgements read from it."""
+    inst, policy = r.inst, r.policy
+    promised, promise_error, p50_error, coverage = r.book.figures(inst.slots, inst.hours_per_slot)
+    audit = Audit(r.runs, r.ran_replicas, r.served)
+    told_fails = r.world.fails if policy.knows_outcomes else frozenset()
+    starved = {s.job: s.slots for s in starved_jobs(inst, audit, told_fails)}
+    run_error, under = r.predictions.figures(inst.hours_per_slot)
+    used = totals.batch + totals.serving
+    return Replay(
+        policy=policy.name,
+        planned_pwo=r.planned_pwo if policy.open_loop else None,
+        realized_pwo=r.realized,
+        realized_utilization=used / totals.available if totals.available else 0.0,
+        completed=len(r.done),
+        failed=r.failed,
+        cancelled=r.cancelled,
+        cancelled_by_user=r.user_cancelled,
+        reclaims=sum(r.reclaimed.values()),
+        reclaimed_by_team={inst.teams[k].name: n for k, n in r.reclaimed.items()},
+        preemptions=r.preemptions,
+        lost_gpu_hours=r.lost,
+        slo_short_replica_hours=totals.short * inst.hours_per_slot,
+        slo_short_share=totals.short / totals.demand if totals.demand else 0.0,
+        decisions=r.decisions,
+        replans=r.replans,
+        mean_moved=float(np.mean(r.moved)) if r.moved else 0.0,
+        solver_seconds=float(sum(r.seconds)),
+        max_solver_seconds=max(r.seconds, default=0.0),
+        realized_by_slot=by_slot,
+        promised=promised,
+        promise_error_hours=promise_error,
+        promise_p50_error_hours=p50_error,
+        promise_p90_coverage=coverage,
+        audit=audit,
+        window_start=r.tally.window.start,
+        window_end=r.tally.window.end,
+        window_pwo=r.tally.pwo,
+        window_utilization=r.tally.utilization,
+        starved=len(starved),
+        starved_jobs=starved,
+        runtime_error_hours=run_error,
+        runtime_under_share=under,
+    )
 
 
 def replay(

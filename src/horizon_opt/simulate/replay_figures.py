@@ -65,3 +65,22 @@ class Replay:
         "reclaimed_by_team",
         "starved_jobs",
     )  # fields that are not one figure of a table row
+
+
+@dataclass
+class SlotTotals:
+    """GPUs summed over the replay's slots: batch in use, serving inference, up; and inference
+    demand and what of it found no replica (replicas)."""
+
+    batch: float = 0.0
+    serving: float = 0.0
+    available: float = 0.0
+    demand: float = 0.0
+    short: float = 0.0
+
+    def add(self, batch: float, serving: float, up: float, demand: float, short: float) -> None:
+        self.batch += batch
+        self.serving += serving
+        self.available += up
+        self.demand += demand
+        self.short += short
