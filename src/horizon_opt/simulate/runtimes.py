@@ -73,11 +73,12 @@ class RunTimes:
 
     def success(self, klass: str) -> float:
         """The share of class `klass`'s ended runs that completed (1.0 before `min_runs` of them
-        have ended): what a start of such a job is worth, per unit of its value."""
+        have ended; half a run when none has, so that no job is worth nothing): what a start of
+        such a job is worth, per unit of its value."""
         ended = len(self.by_class.get(klass, []))
         if ended < self.min_runs:
             return 1.0
-        return self.completed.get(klass, 0) / ended
+        return max(self.completed.get(klass, 0), 0.5) / ended
 
     def ratio_after(self, ran: float, klass: str = "") -> float:
         """The `quantile` of the ratios above `ran` (a share of the limit already run), of class
