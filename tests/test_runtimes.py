@@ -222,7 +222,6 @@ def test_each_gang_class_learns_from_its_own_runs_once_it_has_enough() -> None:
     assert (rt.ratio("single"), rt.ratio("gang")) == (pytest.approx(0.2), pytest.approx(0.8))
     assert (rt.success("single"), rt.success("gang"), rt.ratio()) == (1.0, 0.5, 0.5)
     assert rt.ratio_after(0.5, "gang") == pytest.approx(0.8)  # both gang runs ran past half
-    rt.observe(8, 10, "gang", completed=False)
     lost = RunTimes(0.5, 2)
     for _ in range(2):
         lost.observe(8, 10, "gang", completed=False)
