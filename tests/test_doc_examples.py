@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +53,13 @@ def scratch(tmp: Path) -> Path:
     return tmp
 
 
+WRITTEN: set[str] = set()  # what the examples wrote, as paths from the root
+
+
+def written(folder: Path) -> set[str]:
+    return {p.name + "/" * p.is_dir() for p in folder.iterdir() if p.name not in SEEN}
+
+
 def test_the_docs_have_python_examples() -> None:
     assert {w.split(":")[0] for w, _ in PYTHON} >= {"README.md", "docs/generator.md"}
 
@@ -64,6 +72,7 @@ def test_a_python_example_runs_alone(
     monkeypatch.setenv("MPLBACKEND", "Agg")
     quick = re.sub(r"time_limit=\d+(\.\d+)?", f"time_limit={QUICK}", block)
     exec(compile(quick, at, "exec"), {"__name__": "__doc_example__"})  # the docs' own code
+    WRITTEN.update(written(tmp_path))
 
 
 # -- console ---------------------------------------------------------------------------------
@@ -192,9 +201,27 @@ def test_a_documented_command_runs_as_shown(
     result = CliRunner().invoke(app, argv)
     if into is not None:
         (folder / into).write_text(result.stdout)
+    WRITTEN.update(written(folder))
     printed = result.output.splitlines()[: command.head]
     failing = any(line.startswith("error:") for line in command.shown)
     assert (result.exit_code != 0) == failing, result.output
     if command.shown:
         shown = "\n".join(command.shown)
         assert agrees(command.shown, printed), f"shown:\n{shown}\nprinted:\n{result.output}"
+
+
+def test_what_the_examples_write_at_the_root_is_ignored_by_git() -> None:
+    """Run after the examples above: every file or folder they wrote, had they run in the
+    checkout, would be ignored (.gitignore), not left as untracked files."""
+    if not WRITTEN:
+        pytest.skip("run with the examples above")
+    check = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"],
+        input="\n".join(sorted(WRITTEN)),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    if check.returncode == 128:
+        pytest.skip(f"git check-ignore failed: {check.stderr.strip()}")
+    assert sorted(WRITTEN - set(check.stdout.split())) == []
