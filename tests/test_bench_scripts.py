@@ -18,7 +18,17 @@ from typer.testing import CliRunner
 from horizon_opt.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ["causes", "forecast", "left_shift", "optimizer", "prices", "replan", "state", "steps"]
+SCRIPTS = [
+    "causes",
+    "forecast",
+    "left_shift",
+    "optimizer",
+    "prices",
+    "replan",
+    "state",
+    "steps",
+    "teams",
+]
 
 
 def load(name: str) -> ModuleType:
