@@ -38,10 +38,6 @@ class Move:
         return None if self.new_start is None else self.new_start - self.old_start
 
 
-def _on_time(deadline: int | None, end: int) -> bool:
-    return deadline is None or end <= deadline
-
-
 def _compared(
     instance: Instance, previous: Plan, new: Plan
 ) -> list[tuple[Assignment, Assignment | None]]:
@@ -101,8 +97,8 @@ def churn(instance: Instance, previous: Plan, new: Plan) -> Churn:
         gpu_hours += instance.jobs[instance.job_index[m.job]].gpus * (m.new_end - m.new_start) * h
     broken = 0
     for old, a in compared:
-        deadline = instance.jobs[instance.job_index[old.job]].deadline
-        if _on_time(deadline, old.end) and (a is None or not _on_time(deadline, a.end)):
+        job = instance.jobs[instance.job_index[old.job]]
+        if job.ends_on_time(old.end) and (a is None or not job.ends_on_time(a.end)):
             broken += 1
     before = {a.job for a in previous.assignments}
     return Churn(

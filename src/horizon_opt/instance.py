@@ -142,6 +142,11 @@ class Job:
         """What the job adds to pwo when it ends on time."""
         return self.priority * self.work_hours
 
+    def ends_on_time(self, end: int) -> bool:
+        """FORMAT.md's on-time rule, as the judges read a plan: by its deadline, if it has one
+        (a solver reads `Instance.windows`, which also holds the horizon's end)."""
+        return self.deadline is None or end <= self.deadline
+
     @cached_property
     def fastest_first(self) -> tuple[tuple[int, int], ...]:
         """(pool, duration) of its pools, fastest first (ties: first pool): the order in which

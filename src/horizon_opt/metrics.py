@@ -11,8 +11,7 @@ from horizon_opt.team_metrics import fairness, team_figures
 
 
 def on_time(instance: Instance, job_id: str, end: int) -> bool:
-    deadline = instance.jobs[instance.job_index[job_id]].deadline
-    return deadline is None or end <= deadline
+    return instance.jobs[instance.job_index[job_id]].ends_on_time(end)
 
 
 def evaluate(instance: Instance, plan: Plan) -> Metrics:

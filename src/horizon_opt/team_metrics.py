@@ -13,11 +13,6 @@ from horizon_opt.plan import Plan, TeamFigures
 from horizon_opt.teams import quota_profile, team_usage
 
 
-def _on_time(instance: Instance, job_index: int, end: int) -> bool:
-    deadline = instance.jobs[job_index].deadline
-    return deadline is None or end <= deadline
-
-
 def team_figures(instance: Instance, plan: Plan) -> dict[str, TeamFigures]:
     """Each team's figures; GPU-hours count the slots from `now` on, as `batch_gpu_hours`."""
     h, now, S = instance.hours_per_slot, instance.now, instance.slots
@@ -30,7 +25,7 @@ def team_figures(instance: Instance, plan: Plan) -> dict[str, TeamFigures]:
         if job.team is None:
             continue
         runs.append((job.team, instance.pool_index[a.pool], max(a.start, now), a.end, job.gpus))
-        if _on_time(instance, job.index, a.end):
+        if job.ends_on_time(a.end):
             pwo[job.team] += job.value
             waits[job.team].append((a.start - job.wait_release) * h)
     quota = quota_profile(instance.teams, P)[:, :, None]

@@ -252,7 +252,7 @@ class _Replayer:
                 self.done.add(j)
                 if self.inst.windows[j].on_time(run.end):
                     self.realized += job.value
-                if job.deadline is None or run.end <= job.deadline:
+                if job.ends_on_time(run.end):
                     self.tally.completed(job.value, run.start, run.end)
         return bool(ended)
 
@@ -495,7 +495,7 @@ class _Replayer:
         self.end_jobs(inst.slots)  # the jobs that end with the horizon
         for run in self.running.values():  # a job planned on less than its limit may run on
             job = inst.jobs[run.job]
-            if not run.fails and (job.deadline is None or run.end <= job.deadline):
+            if not run.fails and job.ends_on_time(run.end):
                 self.tally.completed(job.value, run.start, run.end)  # (it would complete)
             self.record(run, "unfinished", end=inst.slots)
         by_slot.append(self.realized)
