@@ -227,8 +227,9 @@ def _reservations(
             for p in group_runs(service.name, kept.rest)
             if p.start * instance.slot_minutes < ahead
         ]
+    begun = {f"reservation/{a.name}" for mine in active.values() for a in mine}
     for p, name in zip(found, _names(instance, found, options), strict=True):
-        if f"reservation/{name}" in out:  # a started one keeps that name
+        if f"reservation/{name}" in out.keys() | begun:  # a started one has that name
             name = f"{name}-{_NAME_PART.sub('_', p.hosts[0])}"
         out[f"reservation/{name}"] = _props(instance, p, whole)
     notes += _unreserved(instance, segs, options) if whole else []
