@@ -204,34 +204,69 @@ def test_without_apply_nothing_reaches_the_scheduler(cluster: dict[str, Any]) ->
     assert "scontrol create reservation" in script and "not applied" in done.stdout
 
 
-def test_an_action_the_scheduler_refuses_stops_the_rest_and_is_tried_again(
+def _metric(c: dict[str, Any], name: str) -> float:
+    text = (c["dir"] / "state" / "metrics.prom").read_text()
+    family = next(f for f in text_string_to_metric_families(text) if f.name == name)
+    return float(family.samples[0].value)
+
+
+def _names_held(c: dict[str, Any]) -> set[str]:
+    return set(_world_now(c)["reservations"])
+
+
+def test_an_action_the_scheduler_refuses_stops_the_rest_and_the_next_cycle_repairs(
     cluster: dict[str, Any],
 ) -> None:
-    """A reservation name Slurm already has (someone made it by hand): its create is refused;
-    applied.json records only what ran, the cycle exits 1, and the next cycle tries again."""
+    """Slurm refuses one create: the cycle stops there, exits 1, the ledger lists every command
+    that ran, last_success does not move; the next cycle sends only what is missing."""
     dry = _run(cluster)
     assert dry.returncode == 0, dry.stderr
     actions = json.loads((cluster["dir"] / "state" / "current" / "actions.json").read_text())
     creates = [a for a in actions["actions"] if "create" in a["argv"]]
-    taken = next(p for p in creates[1]["argv"] if p.startswith("ReservationName=")).split("=")[1]
+    refused = next(p for p in creates[1]["argv"] if p.startswith("ReservationName=")).split("=")[1]
     world = _world_now(cluster)
-    world["reservations"][taken] = {
-        "ReservationName": taken,
-        "StartTime": "2030-01-01T00:00:00",
-        "Duration": "1",
-        "Nodes": HOSTS[2],
-    }
+    world["refuse"] = [refused]
     cluster["world"].write_text(json.dumps(world))
     failed = _run(cluster, "--apply")
-    assert failed.returncode == 1 and "Duplicate reservation name" in failed.stderr
+    assert failed.returncode == 1 and "Requested nodes are busy" in failed.stderr
     applied = json.loads((cluster["dir"] / "state" / "applied.json").read_text())
     ran = _commands(cluster)
-    assert f"reservation/{taken}" not in applied
+    assert f"reservation/{refused}" not in applied
     assert len(applied) == len(ran) - 1  # every command the fake took, not the refused one
     status = json.loads((cluster["dir"] / "state" / "status.json").read_text())
     assert status["ok"] is False and status["plan_in_force"] == status["cycle"]
-    retry = _run(cluster, "--apply")  # the refused create is sent again, the others are not
-    assert retry.returncode == 1
-    assert next(a for a in _commands(cluster)[len(ran) :] if "create" in a)[3] == (
-        f"ReservationName={taken}"
-    )
+    assert status["last_success"] != status["time"]
+    assert _metric(cluster, "horizon_opt_commands_failed") == 1
+    assert _metric(cluster, "horizon_opt_cycle_success") == 0
+    world = _world_now(cluster)
+    world["refuse"] = []
+    cluster["world"].write_text(json.dumps(world))
+    held = _names_held(cluster)
+    retry = _run(cluster, "--apply")
+    assert retry.returncode == 0, retry.stderr
+    again = [a[3] for a in _commands(cluster)[len(ran) :] if a[1:3] == ["create", "reservation"]]
+    assert f"ReservationName={refused}" in again
+    assert not {f"ReservationName={n}" for n in held} & set(again)
+    assert _metric(cluster, "horizon_opt_commands_failed") == 0
+
+
+def test_a_kill_mid_apply_and_a_hand_deleted_reservation_are_repaired_next_cycle(
+    cluster: dict[str, Any],
+) -> None:
+    """Slurm holds what ran before a kill (the ledger lost it) and someone deletes one by hand:
+    the next cycle reads the reservations back, creates only the missing one, never one twice."""
+    first = _run(cluster, "--apply")
+    assert first.returncode == 0, first.stderr
+    held = _names_held(cluster)
+    (cluster["dir"] / "state" / "applied.json").write_text("{}\n")  # the kill: ledger empty
+    world = _world_now(cluster)
+    gone = sorted(held)[-1]
+    del world["reservations"][gone]
+    cluster["world"].write_text(json.dumps(world))
+    sent = len(_commands(cluster))
+    again = _run(cluster, "--apply")
+    assert again.returncode == 0, again.stderr + again.stdout
+    new = [a for a in _commands(cluster)[sent:] if "reservation" in " ".join(a)]
+    assert [a[3] for a in new if a[1:3] == ["create", "reservation"]] == [f"ReservationName={gone}"]
+    assert _names_held(cluster) == held
+    assert not _world_now(cluster).get("ended")

@@ -252,6 +252,11 @@ def _props(instance: Instance, p: Period, whole: bool) -> dict[str, str]:
     }
 
 
+def name_part(service: str) -> str:
+    """A service's name as reservation names write it."""
+    return _NAME_PART.sub("_", service)
+
+
 def _names(instance: Instance, found: list[Period], options: SlurmOptions) -> list[str]:
     """`<prefix>-<service>-<start, UTC>` (`-<n><gres>` for GPU reservations); periods that
     would share a name (same start and size, other ends) each add their first host."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from horizon_opt.actions.core import Desired
-from horizon_opt.actions.layout import Period, Run
+from horizon_opt.actions.layout import Run
 from horizon_opt.actions.slurm_state import SlurmState
 from horizon_opt.instance import Instance
 from horizon_opt.times import iso, parse_time
@@ -164,12 +164,12 @@ def clip_runs(
             while start < run.end and _blocked(instance, runs, held, cap, run, start, whole):
                 start += 1
             if start != run.start:
-                when = instance.slot_time(start)
+                when, planned = instance.slot_time(start), instance.slot_time(run.start)
+                assert when is not None and planned is not None  # slurm_actions checked
+                shown = "no time in the horizon" if start >= run.end else iso(when)
                 notes.append(
-                    f"{service}: {_size(run, whole)} on {run.host} reserved from "
-                    f"{'no time in the horizon' if start >= run.end else iso(when)} "
-                    f"instead of {iso(instance.slot_time(run.start))}: running jobs hold them "
-                    "until their time limits"
+                    f"{service}: {_size(run, whole)} on {run.host} reserved from {shown} instead "
+                    f"of {iso(planned)}: running jobs hold them until their time limits"
                 )
             if start < run.end:
                 kept.append(Run(run.host, start, run.end, run.gpus))

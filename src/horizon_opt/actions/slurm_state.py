@@ -47,8 +47,21 @@ GPU_RESERVATIONS = (23, 11)
 """The first Slurm release whose reservations take GPUs (`TRESPerNode=gres/gpu=N`)."""
 
 UNUSABLE_STATES = frozenset(
-    ["DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "MAINT", "FUTURE"]
-    + ["POWERED_DOWN", "POWER_DOWN", "POWERING_DOWN", "REBOOT_ISSUED", "NOT_RESPONDING"]
+    [
+        "DOWN",
+        "DRAIN",
+        "DRAINED",
+        "DRAINING",
+        "FAIL",
+        "FAILING",
+        "MAINT",
+        "FUTURE",
+        "POWERED_DOWN",
+        "POWER_DOWN",
+        "POWERING_DOWN",
+        "REBOOT_ISSUED",
+        "NOT_RESPONDING",
+    ]
 )
 
 _KEY = re.compile(r"(?:^|\s)(?=[A-Za-z][A-Za-z0-9_:]*=)")

@@ -1,0 +1,128 @@
+"""What a Slurm cycle reads besides the queue: the version, the nodes' states and the tool's own
+reservations (`scontrol`), and from the queue the service's own jobs, the jobs running in each
+reservation and the GPUs each running job holds to its limit (`horizon_opt.actions.slurm_state`).
+
+The service's own jobs (its replicas, matched by user, account, partition or QoS in the run
+configuration) are served inference, not batch work: they leave the queue before the import, so
+inference is not counted twice, and their GPUs are the reservations' to hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from horizon_opt.actions.slurm_state import (
+    SlurmState,
+    held_gpus,
+    held_reservations,
+    node_states,
+    occupied,
+    parse_version,
+    unusable_nodes,
+)
+from horizon_opt.service.config import ServiceJobs, SlurmSettings
+
+__all__ = ["FOREVER", "SlurmRead", "outages", "read_slurm", "service_job", "without_service_jobs"]
+
+FOREVER = datetime(9999, 1, 1, tzinfo=UTC)
+"""The end of a running job without a time limit."""
+
+Run = Callable[[list[str], str], str]  # (argv, what) -> standard output; raises on failure
+
+
+@dataclass(frozen=True)
+class SlurmRead:
+    state: SlurmState = field(default_factory=SlurmState)
+    unusable: Mapping[str, str] = field(default_factory=dict)  # host -> its state words
+    # host -> the latest limit of the jobs still running there (a drained node runs them on)
+    busy_until: Mapping[str, datetime] = field(default_factory=dict)
+
+
+def service_job(job: Mapping[str, Any], match: ServiceJobs) -> bool:
+    """Whether a `squeue --json` job is one of the service's own (a replica)."""
+    fields = (
+        ("user_name", match.users),
+        ("account", match.accounts),
+        ("partition", match.partitions),
+        ("qos", match.qos),
+    )
+    for key, wanted in fields:
+        value = job.get(key)
+        if wanted and isinstance(value, str) and set(value.split(",")) & set(wanted):
+            return True
+    return False
+
+
+def without_service_jobs(payload: Any, match: ServiceJobs) -> tuple[Any, list[str]]:
+    """The queue without the service's jobs, and the ids of those left out."""
+    if not match.any() or not isinstance(payload, dict):
+        return payload, []
+    jobs = payload.get("jobs")
+    if not isinstance(jobs, list):
+        return payload, []
+    mine = [j for j in jobs if isinstance(j, dict) and service_job(j, match)]
+    kept = [j for j in jobs if not (isinstance(j, dict) and service_job(j, match))]
+    return {**payload, "jobs": kept}, [str(j.get("job_id", "?")) for j in mine]
+
+
+def read_slurm(
+    settings: SlurmSettings,
+    payload: Any,
+    services: Mapping[str, str],
+    run: Run,
+) -> tuple[SlurmRead, list[str]]:
+    """Read Slurm's version, nodes and the tool's reservations (`run` runs scontrol), and from
+    the queue (`payload`, with the service's jobs) what runs where. Returns it and notes."""
+    notes: list[str] = []
+    version = parse_version(run(["scontrol", "version"], "scontrol version"))
+    zone = ZoneInfo(settings.time_zone)
+    shown = run(
+        ["env", f"TZ={settings.time_zone}", "scontrol", "show", "reservation", "-o"],
+        "scontrol show reservation",
+    )
+    mine = held_reservations(shown, settings.reservation_prefix, services, zone)
+    unusable = unusable_nodes(node_states(run(["scontrol", "show", "nodes", "-o"], "nodes")))
+    batch, replicas = without_service_jobs(payload, settings.service_jobs)
+    if replicas:
+        notes.append(
+            f"{len(replicas)} running or pending jobs are the service's own (slurm.service_jobs): "
+            f"served replicas, not batch work ({', '.join(replicas[:10])}"
+            f"{', ...' if len(replicas) > 10 else ''})"
+        )
+    every = held_gpus(payload, FOREVER)
+    busy_until = {h: max(until for _, until in held) for h, held in every.items()}
+    notes += [
+        f"node {host} is {words}: it takes no new work"
+        + (
+            f" (its running jobs go on, to {busy_until[host]:%Y-%m-%dT%H:%MZ} at most)"
+            if host in busy_until and "DOWN" not in words
+            else ""
+        )
+        for host, words in unusable.items()
+    ]
+    state = SlurmState(
+        reservations=mine,
+        occupied=occupied(payload),
+        held=held_gpus(batch, FOREVER),
+        version=version,
+    )
+    return SlurmRead(state, unusable, busy_until), notes
+
+
+def outages(read: SlurmRead, snapshot: datetime, hosts: set[str]) -> list[dict[str, str]]:
+    """Outages (cluster file form) for the unusable nodes the cluster file names: from the
+    snapshot (a drained node: from when the jobs it still runs reach their limits) on."""
+    out = []
+    for host, words in read.unusable.items():
+        if host not in hosts:
+            continue
+        start = snapshot
+        if "DOWN" not in words and host in read.busy_until:
+            start = max(snapshot, read.busy_until[host])
+        if start < FOREVER:
+            out.append({"node": host, "start": start.isoformat(), "end": FOREVER.isoformat()})
+    return out
