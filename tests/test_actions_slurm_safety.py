@@ -26,7 +26,8 @@ def _first(options: SlurmOptions = OPTIONS) -> dict[str, dict[str, str]]:
 
 def _ends_or_deletes(got: list[tuple[str, dict[str, str]]], name: str) -> bool:
     return any(
-        f.get("reservationname") == name and (kind == "delete reservation" or "endtime" in f)
+        f.get("reservationname") == name
+        and (kind == "delete reservation" or "endtime" in f)
         and (kind == "delete reservation" or f.get("endtime") == "now")
         for kind, f in got
     )
@@ -90,7 +91,11 @@ def test_no_reservation_on_gpus_a_running_job_holds_before_its_limit() -> None:
 
 def test_slurm_before_23_11_gets_whole_node_reservations() -> None:
     actions = slurm_actions(
-        _instance(CHAT_ONLY), _chat_plan([("a-0", 0, 8)]), OPTIONS, None, SlurmState(version=(22, 5))
+        _instance(CHAT_ONLY),
+        _chat_plan([("a-0", 0, 8)]),
+        OPTIONS,
+        None,
+        SlurmState(version=(22, 5)),
     )
     got = _commands(actions)
     assert [f["reservationname"] for _, f in got] == ["hopt-chat-20261201T0200"]
@@ -127,4 +132,4 @@ def test_a_period_that_began_before_the_clock_starts_now() -> None:
     got = _commands(
         slurm_actions(_instance(CHAT_ONLY), _chat_plan([("a-0", 0, 8)]), OPTIONS, None, clock)
     )
-    assert [(f["starttime"], f["duration"]) for _, f in got] == [("now", "340")]
+    assert [(f["starttime"], f["endtime"]) for _, f in got] == [("now", "2026-12-01T08:00:00")]

@@ -24,7 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from horizon_opt.service.folder import StateFolder
 
 REPO = Path(__file__).resolve().parent.parent
-T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
+# The fake's clock is a day ahead of the real one: Slurm's present is the later of the two.
+T0 = (datetime.now(UTC) + timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
 HOSTS = ["gpu-h100-01", "gpu-h100-02", "gpu-h100-03"]
 DEMAND = [2, 2, 3, 4, 4, 3, 2, 2]  # replicas, repeating every 8 hours
 

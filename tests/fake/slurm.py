@@ -181,7 +181,7 @@ def _reservation(state: dict[str, Any], verb: str, pairs: dict[str, str]) -> Non
         pairs["StartTime"] = _iso(state["clock"])
     if "EndTime" in pairs:  # end a running reservation now, or move its end
         end = pairs.pop("EndTime")
-        start = _epoch(have[name]["StartTime"])
+        start = _epoch(pairs.get("StartTime") or have[name]["StartTime"])
         stop = state["clock"] if end == "now" else _epoch(end)
         pairs["Duration"] = str(max((stop - start) // 60, 0))
         state.setdefault("ended", []).extend([name] if end == "now" else [])

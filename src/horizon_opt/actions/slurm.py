@@ -400,6 +400,14 @@ class _Renderer:
         when = parse_time(text)
         return "now" if when is not None and when < self.now else self._time(text)
 
+    def _length(self, props: Mapping[str, str]) -> str:
+        """`Duration=` from a start to come; `EndTime=` from one that starts now, so Slurm
+        holds the plan's end to the second."""
+        start = parse_time(props["start"])
+        if start is not None and start < self.now:
+            return f"EndTime={self._time(props['end'])}"
+        return f"Duration={_minutes(props)}"
+
     def _started(self, props: Mapping[str, str]) -> bool:
         """It has started at the clock (a start exactly at it counts: Slurm has begun it)."""
         start = parse_time(props.get("start", ""))
@@ -413,7 +421,7 @@ class _Renderer:
             "reservation",
             f"ReservationName={name}",
             f"StartTime={self._start(new['start'])}",
-            f"Duration={_minutes(new, self.now)}",
+            self._length(new),
             f"Nodes={new['nodes']}",
         ]
         if new["gpus_per_node"]:
@@ -470,15 +478,13 @@ class _Renderer:
         return [Action("create" if old is None else "update", target, tuple(argv), why)]
 
 
-def _minutes(props: Mapping[str, str], clock: datetime | None = None) -> int:
-    """Minutes from the start (or `clock`, when later: it starts now) to the end, rounded up."""
+def _minutes(props: Mapping[str, str]) -> int:
+    """Minutes from the start to the end, rounded up."""
     start, end = parse_time(props["start"]), parse_time(props["end"])
     if start is None or end is None:
         raise InputError(
             [f"applied: a reservation with times {props['start']!r}, {props['end']!r}"]
         )
-    if clock is not None and clock > start:
-        start = clock
     return max(1, -(-(end - start) // timedelta(minutes=1)))
 
 

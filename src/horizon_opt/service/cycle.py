@@ -430,7 +430,10 @@ def _actions(
                 start_hints=s.start_hints,
             )
             state = SlurmState() if read is None else read.state
-            state = replace(state, clock=parse_time(str(document.get("now", ""))))
+            clock = parse_time(str(document.get("now", "")))
+            if read is not None and clock is not None:  # Slurm's present: the commands run now
+                clock = max(clock, datetime.now(UTC).replace(microsecond=0))
+            state = replace(state, clock=clock)
             return slurm_actions(instance, plan, options, applied, state)
         assert config.kueue is not None
         return kueue_actions(instance, plan, _kueue_options(config, cluster), applied)

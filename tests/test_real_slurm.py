@@ -1,0 +1,145 @@
+"""`horizon-opt run --apply` against a real Slurm (Debian's slurm-wlm: slurmctld and four slurmd
+on this host, tests/fake/real_slurm.py) while real jobs run: Slurm takes every command, no
+command ends a job, a reservation with a replica in it is never ended, and what a killed apply
+or a hand-deleted reservation left is repaired by the next cycle.
+
+The cluster: gpu1..gpu4, 4 GPUs each, partition `gpu`; the service chat, a whole host's 4 GPUs
+per replica, whose replicas run as the service user (MAGNETIC reservations take that user's jobs
+only). Slurm 22.05 reserves whole nodes (it has no GPU reservations), so a reservation is a host.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fake import HORIZON_OPT, write_demand_csv
+from fake.real_slurm import NODES, SERVICE_USER
+
+from horizon_opt.actions.slurm_state import parse_fields
+
+
+def _reset(slurm: Any) -> None:
+    """No job and no reservation left from an earlier test."""
+    slurm.run(["scancel", "--full", "--user=root"])
+    slurm.run(["scancel", "--full", f"--user={SERVICE_USER}"])
+    for name in _reservations(slurm):
+        slurm.scontrol("delete", f"ReservationName={name}")
+    _wait(lambda: not slurm.run(["squeue", "-h"]).stdout.strip(), "jobs to end")
+
+
+def _wait(ready: Any, what: str, timeout: float = 30) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if ready():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _reservations(slurm: Any) -> dict[str, dict[str, str]]:
+    shown = slurm.scontrol("show", "reservation", "-o").stdout
+    rows = [parse_fields(line) for line in shown.splitlines()]
+    return {r["ReservationName"]: r for r in rows if "ReservationName" in r}
+
+
+def _jobs(slurm: Any) -> dict[str, tuple[str, str]]:
+    """Job id -> (state, reservation)."""
+    out = slurm.run(["squeue", "-h", "-o", "%i %T %v"]).stdout
+    return {i: (s, r) for i, s, r in (line.split() for line in out.splitlines())}
+
+
+def _setup(tmp: Path, pattern: list[float]) -> Path:
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    write_demand_csv(tmp / "chat.csv", hour, pattern)
+    (tmp / "cluster.yaml").write_text(
+        "horizon: {slots: 12, slot_minutes: 60}\n"
+        "pools:\n"
+        "  - {name: gpu, gpu_type: FAKE, nodes: 4, gpus_per_node: 4,\n"
+        f"     partitions: [gpu], node_names: [{', '.join(NODES)}]}}\n"
+        "services:\n"
+        "  - {name: chat, pool: gpu, gpus_per_replica: 4, demand: {csv: chat.csv, column: replicas}}\n"
+    )
+    config = tmp / "run.yaml"
+    config.write_text(
+        "scheduler: slurm\ncluster: cluster.yaml\nqueue: {command: [squeue, --json]}\n"
+        "state: state\nevery: 1h\nsolver: greedy\ntime_limit: 2\nworkers: 1\n"
+        f"slurm: {{users: [{SERVICE_USER}], service_jobs: {{users: [{SERVICE_USER}]}}}}\n"
+    )
+    return config
+
+
+def _cycle(slurm: Any, config: Path) -> dict[str, Any]:
+    """One cycle as cron starts it at the top of the hour, its commands run minutes later
+    (22.05's squeue says no snapshot time: `--now` is it)."""
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    done = subprocess.run(
+        [str(HORIZON_OPT), "run", str(config), "--apply", "--now", hour.isoformat()],
+        env=slurm.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = json.loads((config.parent / "state" / "status.json").read_text())
+    assert status["ok"] and status["failed"] == 0, status
+    return status
+
+
+def _replica(slurm: Any) -> str:
+    job = slurm.sbatch("-N1", "--gres=gpu:4", "-t", "20", "--wrap", "sleep 600", user=SERVICE_USER)
+    _wait(lambda: _jobs(slurm).get(job, ("",))[0] == "RUNNING", "the replica to start")
+    return job
+
+
+def test_cycles_never_end_a_job_or_a_reservation_a_replica_runs_in(
+    slurm_cluster: Any, tmp_path: Path
+) -> None:
+    slurm = slurm_cluster
+    _reset(slurm)
+    batch = [
+        slurm.sbatch("-N1", "--gres=gpu:4", "-t", "120", "--wrap", "sleep 600"),
+        slurm.sbatch("-N1", "--gres=gpu:2", "-t", "60", "--wrap", "sleep 600"),
+    ]
+    _wait(lambda: all(_jobs(slurm).get(j, ("",))[0] == "RUNNING" for j in batch), "batch jobs")
+    batch.append(slurm.sbatch("-N3", "--gres=gpu:4", "-t", "60", "--wrap", "sleep 600"))
+    config = _setup(tmp_path, [1])  # one replica: one whole node all day
+    _cycle(slurm, config)
+    held = _reservations(slurm)
+    assert held and all(n.startswith("hopt-chat-") for n in held)
+    assert all(r["Users"] == SERVICE_USER for r in held.values())
+    replica = _replica(slurm)
+    home = _jobs(slurm)[replica][1]
+    assert home in held  # MAGNETIC: the replica landed in the service's reservation
+    _cycle(slurm, config)  # the same plan: nothing to change
+    assert _reservations(slurm) == held
+
+    _setup(tmp_path, [0])  # the forecast drops to nothing: the plan reserves nothing
+    _cycle(slurm, config)
+    jobs = _jobs(slurm)
+    assert jobs[replica] == ("RUNNING", home)  # its reservation goes on until it ends
+    assert home in _reservations(slurm)
+    assert all(jobs[j][0] in ("RUNNING", "PENDING") for j in batch)
+
+
+def test_a_killed_apply_and_a_hand_deleted_reservation_are_repaired(
+    slurm_cluster: Any, tmp_path: Path
+) -> None:
+    slurm = slurm_cluster
+    _reset(slurm)
+    config = _setup(tmp_path, [1, 1, 2, 2, 2, 2])  # a second node from two hours on
+    _cycle(slurm, config)
+    held = _reservations(slurm)
+    later = sorted(held)[-1]
+    assert len(held) >= 2
+    assert datetime.fromisoformat(held[later]["StartTime"]) > datetime.now() - timedelta(0)
+    (config.parent / "state" / "applied.json").write_text("{}\n")  # killed before the ledger
+    assert slurm.scontrol("delete", f"ReservationName={later}").returncode == 0
+    _cycle(slurm, config)
+    assert set(_reservations(slurm)) == set(held)
+    _cycle(slurm, config)  # and then nothing changes
+    assert set(_reservations(slurm)) == set(held)
