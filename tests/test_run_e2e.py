@@ -271,3 +271,23 @@ def test_a_kill_mid_apply_and_a_hand_deleted_reservation_are_repaired_next_cycle
     assert [a[3] for a in new if a[1:3] == ["create", "reservation"]] == [f"ReservationName={gone}"]
     assert _names_held(cluster) == held
     assert not _world_now(cluster).get("ended")
+
+
+def test_a_failing_history_read_warns_and_the_cycle_goes_on(cluster: dict[str, Any]) -> None:
+    config = cluster["dir"] / "run.yaml"
+    config.write_text(config.read_text() + "history: {command: [\"false\"]}\n")
+    done = _run(cluster, "--apply")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "history was not read" in done.stdout + done.stderr
+    assert _metric(cluster, "horizon_opt_cycle_success") == 1
+
+
+def test_a_down_node_gets_no_reservation_and_is_noted(cluster: dict[str, Any]) -> None:
+    world = _world_now(cluster)
+    world["nodes"][HOSTS[2]]["state"] = "DOWN*"
+    cluster["world"].write_text(json.dumps(world))
+    done = _run(cluster, "--apply")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert f"node {HOSTS[2]} is DOWN" in done.stderr
+    held = _world_now(cluster)["reservations"].values()
+    assert held and not [r for r in held if HOSTS[2] in r["Nodes"]]

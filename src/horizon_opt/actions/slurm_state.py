@@ -36,6 +36,7 @@ __all__ = [
     "SlurmState",
     "held_gpus",
     "held_reservations",
+    "job_id",
     "node_states",
     "occupied",
     "parse_fields",
@@ -195,6 +196,12 @@ def _number(value: Any) -> int | None:
     return value if 0 < value < 4294967294 else None
 
 
+def job_id(job: Mapping[str, Any]) -> str:
+    """A job's id as text, whichever data_parser version wrote it."""
+    number = _number(job.get("job_id"))
+    return "?" if number is None else str(number)
+
+
 def _running(job: Mapping[str, Any]) -> bool:
     state = job.get("job_state")
     states = state if isinstance(state, list) else [state]
@@ -207,7 +214,7 @@ def occupied(payload: Any) -> dict[str, tuple[str, ...]]:
     for job in _jobs(payload):
         name = job.get("resv_name") or job.get("reservation")
         if _running(job) and isinstance(name, str) and name:
-            out.setdefault(name, []).append(str(job.get("job_id", "?")))
+            out.setdefault(name, []).append(job_id(job))
     return {k: tuple(v) for k, v in sorted(out.items())}
 
 

@@ -19,6 +19,7 @@ from horizon_opt.actions.slurm_state import (
     SlurmState,
     held_gpus,
     held_reservations,
+    job_id,
     node_states,
     occupied,
     parse_version,
@@ -66,7 +67,7 @@ def without_service_jobs(payload: Any, match: ServiceJobs) -> tuple[Any, list[st
         return payload, []
     mine = [j for j in jobs if isinstance(j, dict) and service_job(j, match)]
     kept = [j for j in jobs if not (isinstance(j, dict) and service_job(j, match))]
-    return {**payload, "jobs": kept}, [str(j.get("job_id", "?")) for j in mine]
+    return {**payload, "jobs": kept}, [job_id(j) for j in mine]
 
 
 def read_slurm(
