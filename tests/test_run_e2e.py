@@ -275,7 +275,7 @@ def test_a_kill_mid_apply_and_a_hand_deleted_reservation_are_repaired_next_cycle
 
 def test_a_failing_history_read_warns_and_the_cycle_goes_on(cluster: dict[str, Any]) -> None:
     config = cluster["dir"] / "run.yaml"
-    config.write_text(config.read_text() + "history: {command: [\"false\"]}\n")
+    config.write_text(config.read_text() + 'history: {command: ["false"]}\n')
     done = _run(cluster, "--apply")
     assert done.returncode == 0, done.stderr + done.stdout
     assert "history was not read" in done.stdout + done.stderr
