@@ -349,7 +349,7 @@ def any_instance(request: pytest.FixtureRequest) -> Instance:
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[Any]:
     """A real Slurm (tests/fake/real_slurm.py): munged, slurmctld and four slurmd with 4 GPUs
-    each, started once for the session and ended after it. Skipped only where the host cannot
+    each, started once for the whole test run and ended after it. Skipped only where the host cannot
     run it (not root, the packages missing: `make test` installs them as root)."""
     from fake.real_slurm import SlurmCluster, unavailable
 
