@@ -133,3 +133,17 @@ def test_a_period_that_began_before_the_clock_starts_now() -> None:
         slurm_actions(_instance(CHAT_ONLY), _chat_plan([("a-0", 0, 8)]), OPTIONS, None, clock)
     )
     assert [(f["starttime"], f["endtime"]) for _, f in got] == [("now", "2026-12-01T08:00:00")]
+
+
+def test_a_changed_whole_node_reservation_takes_only_the_hosts_left() -> None:
+    """Started at 02:00 on a-0 and at 04:00 on a-1 (jobs in both); at 05:00 the plan drops a-0
+    for a-2. The 04:00 one keeps a-1; the 02:00 one moves to a-2 in place, not onto a-1."""
+    options = SlurmOptions(users=("svc",), granularity="node")
+    plan = _chat_plan([("a-0", 0, 8), ("a-1", 4, 8)])
+    first = slurm_actions(_instance(CHAT_ONLY), plan, options).desired
+    names = ["hopt-chat-20261201T0200", "hopt-chat-20261201T0400"]
+    assert sorted(first) == [f"reservation/{n}" for n in names]
+    busy = SlurmState(occupied={n: ("1",) for n in names})
+    moved = _chat_plan([("a-1", 0, 8), ("a-2", 0, 8)])
+    got = _commands(slurm_actions(_instance(LATER), moved, options, first, busy))
+    assert got == [("update reservation", {"reservationname": names[0], "nodes": "a-2"})]

@@ -87,7 +87,11 @@ def going_on(
     now = instance.now
     by_host = {r.host: r for r in runs if r.start == now}
     out = Kept({}, [], [r for r in runs if r.start != now])
-    for a in active:
+    def kept_whole(a: Started) -> bool:
+        return bool(a.hosts) and all(h in by_host and by_host[h].gpus == a.gpus for h in a.hosts)
+
+    # those the plan keeps as they are first: a changed one takes only the hosts left
+    for a in sorted(active, key=lambda a: (not kept_whole(a), a.name)):
         busy = state.is_occupied(a.name)
         match = [h for h in a.hosts if h in by_host and by_host[h].gpus == a.gpus]
         if match and len(match) == len(a.hosts):
