@@ -11,7 +11,9 @@ only). Slurm 22.05 reserves whole nodes (it has no GPU reservations), so a reser
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import textwrap
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -73,12 +75,13 @@ def _setup(tmp: Path, pattern: list[float]) -> Path:
     return config
 
 
-def _cycle(slurm: Any, config: Path) -> dict[str, Any]:
-    """One cycle as cron starts it at the top of the hour, its commands run minutes later
-    (22.05's squeue says no snapshot time: `--now` is it)."""
+def _cycle(slurm: Any, config: Path, at_hour: bool = False) -> dict[str, Any]:
+    """One cycle; `at_hour`: as cron starts it at the top of the hour, its commands run minutes
+    later (22.05's squeue says no snapshot time: `--now` is it)."""
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    now = ["--now", hour.isoformat()] if at_hour else []
     done = subprocess.run(
-        [str(HORIZON_OPT), "run", str(config), "--apply", "--now", hour.isoformat()],
+        [str(HORIZON_OPT), "run", str(config), "--apply", *now],
         env=slurm.env,
         capture_output=True,
         text=True,
@@ -88,6 +91,21 @@ def _cycle(slurm: Any, config: Path) -> dict[str, Any]:
     status = json.loads((config.parent / "state" / "status.json").read_text())
     assert status["ok"] and status["failed"] == 0, status
     return status
+
+
+def _assert_reserved_every_hour(
+    held: dict[str, dict[str, str]], hours: int, first: int = 0
+) -> None:
+    """A whole node (the one replica's 4 GPUs) is reserved in every hour from the `first` on."""
+    now = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=5)
+    hour = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=first)
+    spans = [
+        (datetime.fromisoformat(r["StartTime"]), datetime.fromisoformat(r["EndTime"]))
+        for r in held.values()
+    ]
+    for h in range(hours):
+        at = max(now, hour + timedelta(hours=h, minutes=30))
+        assert any(a <= at < b for a, b in spans), (at, sorted(spans))
 
 
 def _replica(slurm: Any) -> str:
@@ -101,22 +119,25 @@ def test_cycles_never_end_a_job_or_a_reservation_a_replica_runs_in(
 ) -> None:
     slurm = slurm_cluster
     _reset(slurm)
+    config = _setup(tmp_path, [1])  # one replica: one whole node all day
+    _cycle(slurm, config, at_hour=True)
+    held = _reservations(slurm)
+    assert held and all(n.startswith("hopt-chat-") for n in held)
+    assert all(r["Users"] == SERVICE_USER for r in held.values())
+    _assert_reserved_every_hour(held, hours=10)
+    replica = _replica(slurm)
+    home = _jobs(slurm)[replica][1]
+    assert home in held  # MAGNETIC: the replica landed in the service's reservation
+
     batch = [
         slurm.sbatch("-N1", "--gres=gpu:4", "-t", "120", "--wrap", "sleep 600"),
         slurm.sbatch("-N1", "--gres=gpu:2", "-t", "60", "--wrap", "sleep 600"),
     ]
     _wait(lambda: all(_jobs(slurm).get(j, ("",))[0] == "RUNNING" for j in batch), "batch jobs")
     batch.append(slurm.sbatch("-N3", "--gres=gpu:4", "-t", "60", "--wrap", "sleep 600"))
-    config = _setup(tmp_path, [1])  # one replica: one whole node all day
     _cycle(slurm, config)
-    held = _reservations(slurm)
-    assert held and all(n.startswith("hopt-chat-") for n in held)
-    assert all(r["Users"] == SERVICE_USER for r in held.values())
-    replica = _replica(slurm)
-    home = _jobs(slurm)[replica][1]
-    assert home in held  # MAGNETIC: the replica landed in the service's reservation
-    _cycle(slurm, config)  # the same plan: nothing to change
-    assert _reservations(slurm) == held
+    _assert_reserved_every_hour(_reservations(slurm), hours=9, first=1)
+    assert _jobs(slurm)[replica] == ("RUNNING", home)
 
     _setup(tmp_path, [0])  # the forecast drops to nothing: the plan reserves nothing
     _cycle(slurm, config)
@@ -132,7 +153,7 @@ def test_a_killed_apply_and_a_hand_deleted_reservation_are_repaired(
     slurm = slurm_cluster
     _reset(slurm)
     config = _setup(tmp_path, [1, 1, 2, 2, 2, 2])  # a second node from two hours on
-    _cycle(slurm, config)
+    _cycle(slurm, config, at_hour=True)
     held = _reservations(slurm)
     later = sorted(held)[-1]
     assert len(held) >= 2
@@ -143,3 +164,21 @@ def test_a_killed_apply_and_a_hand_deleted_reservation_are_repaired(
     assert set(_reservations(slurm)) == set(held)
     _cycle(slurm, config)  # and then nothing changes
     assert set(_reservations(slurm)) == set(held)
+
+
+def test_the_documented_configuration_works_as_pasted(slurm_cluster: Any, tmp_path: Path) -> None:
+    """docs/operating.md's run configuration, with only its state folder moved here: its
+    history command (sacct) fails without slurmdbd, which the cycle notes and goes on."""
+    slurm = slurm_cluster
+    _reset(slurm)
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "operating.md").read_text()
+    blocks = [textwrap.dedent(b) for b in re.findall(r"```yaml\n(.*?)```", docs, re.S)]
+    text = next(b for b in blocks if b.lstrip().startswith("scheduler:"))
+    config = _setup(tmp_path, [1])
+    config.write_text(
+        text.replace("/var/lib/horizon-opt", str(tmp_path / "state")).replace(
+            "svc-inference", SERVICE_USER
+        )
+    )
+    status = _cycle(slurm, config)
+    assert status["applied"] >= 1 and _reservations(slurm)
