@@ -87,6 +87,7 @@ def going_on(
     now = instance.now
     by_host = {r.host: r for r in runs if r.start == now}
     out = Kept({}, [], [r for r in runs if r.start != now])
+
     def kept_whole(a: Started) -> bool:
         return bool(a.hosts) and all(h in by_host and by_host[h].gpus == a.gpus for h in a.hosts)
 
