@@ -182,3 +182,22 @@ def test_the_documented_configuration_works_as_pasted(slurm_cluster: Any, tmp_pa
     )
     status = _cycle(slurm, config)
     assert status["applied"] >= 1 and _reservations(slurm)
+
+
+def test_drained_and_down_nodes_get_no_reservation(slurm_cluster: Any, tmp_path: Path) -> None:
+    slurm = slurm_cluster
+    _reset(slurm)
+    off = ["gpu1", "gpu2"]
+    for node, state in zip(off, ["DRAIN", "DOWN"], strict=True):
+        slurm.scontrol("update", f"NodeName={node}", f"State={state}", "Reason=hopt-test")
+    try:
+        config = _setup(tmp_path, [2])  # two replicas: two whole nodes, gpu3 and gpu4 only
+        _cycle(slurm, config, at_hour=True)
+        held = _reservations(slurm)
+        assert held
+        assert not [r for r in held.values() if set(off) & set(r["Nodes"].split(","))]
+        _assert_reserved_every_hour(held, hours=10)
+    finally:
+        for node in off:
+            slurm.scontrol("update", f"NodeName={node}", "State=RESUME")
+        _wait(slurm.all_idle, "the nodes to come back")

@@ -157,9 +157,9 @@ PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         for n in NODES:
             (r / "spool" / n).mkdir(exist_ok=True)
             self._spawn(["slurmd", "-D", "-N", n, "-f", str(self.conf)], f"slurmd-{n}.out")
-        self._wait(self._all_idle, timeout, "slurmd")
+        self._wait(self.all_idle, timeout, "slurmd")
 
-    def _all_idle(self) -> bool:
+    def all_idle(self) -> bool:
         done = self.run(["sinfo", "-h", "-N", "-o", "%N %t"])
         states = dict(line.split() for line in done.stdout.splitlines() if line.strip())
         return len(states) == len(NODES) and all(s == "idle" for s in states.values())
