@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fake import HORIZON_OPT, assert_current_plan_valid, install_commands, write_demand_csv
 from fake import slurm as fake
 from prometheus_client.parser import text_string_to_metric_families
@@ -291,3 +292,23 @@ def test_a_down_node_gets_no_reservation_and_is_noted(cluster: dict[str, Any]) -
     assert f"node {HOSTS[2]} is DOWN" in done.stderr
     held = _world_now(cluster)["reservations"].values()
     assert held and not [r for r in held if HOSTS[2] in r["Nodes"]]
+
+
+def test_a_start_hint_read_back_is_not_a_release_so_a_later_plan_can_start_it_earlier(
+    cluster: dict[str, Any],
+) -> None:
+    """Slurm reports a StartTime= hint as the job's eligible_time; the next cycle must not read
+    it as the job's release (the hint could then only move later)."""
+    first = _run(cluster, "--apply")
+    assert first.returncode == 0, first.stderr
+    world = _world_now(cluster)
+    hinted = {str(j["id"]): j["begin"] for j in world["jobs"] if j.get("begin")}
+    later = {i: b for i, b in hinted.items() if b > world["clock"]}
+    assert later  # some pending job waits for a later start
+    again = _run(cluster, "--apply")
+    assert again.returncode == 0, again.stderr
+    document = yaml.safe_load((cluster["dir"] / "state" / "current" / "instance.yaml").read_text())
+    releases = {j["id"]: j.get("release") for j in document["jobs"]}
+    for job, begin in later.items():
+        hint = datetime.fromtimestamp(begin, UTC).isoformat().replace("+00:00", "Z")
+        assert releases[job] != hint, (job, releases[job])

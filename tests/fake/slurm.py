@@ -51,7 +51,7 @@ def _record(job: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         "state_reason": "None" if running else "Priority",
         "priority": _num(job["priority"]),
         "submit_time": _num(job["submit"]),
-        "eligible_time": _num(job["submit"]),
+        "eligible_time": _num(job.get("begin") or job["submit"]),  # StartTime= sets it
         "start_time": _num(job.get("start") if running else job.get("begin")),
         "time_limit": _num(job["limit_minutes"]),
         "node_count": _num(job["nodes"]),

@@ -66,7 +66,14 @@ from horizon_opt.service.promises import (
 )
 from horizon_opt.service.rebase import rebased
 from horizon_opt.service.shortfall import capped, required_now
-from horizon_opt.service.slurm_read import SlurmRead, outages, read_slurm, without_service_jobs
+from horizon_opt.service.slurm_read import (
+    SlurmRead,
+    hints_of,
+    outages,
+    read_slurm,
+    without_own_hints,
+    without_service_jobs,
+)
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.spec import OutageSpec
 from horizon_opt.times import iso, parse_time
@@ -147,7 +154,7 @@ def _plan_cycle(
         except CycleFailed as exc:  # the history is optional: run times from the limits
             lines.append(f"warning: the history was not read ({exc}): planned without it")
     cluster = _cluster(config)
-    read = _read_slurm(config, cluster, payloads["queue"], lines)
+    read = _read_slurm(config, cluster, payloads["queue"], folder, lines)
     document, instance, required = _state(config, cluster, payloads, now, lines, read)
     if instance.start is None:
         raise CycleFailed("import", ["the instance has no horizon.start: actions need times"])
@@ -225,7 +232,11 @@ def _runner(config: RunConfig) -> Callable[[list[str], str], str]:
 
 
 def _read_slurm(
-    config: RunConfig, cluster: ClusterFile | None, queue: str, lines: list[str]
+    config: RunConfig,
+    cluster: ClusterFile | None,
+    queue: str,
+    folder: StateFolder,
+    lines: list[str],
 ) -> SlurmRead | None:
     """What Slurm holds besides the queue (slurm_read), when the queue comes from Slurm."""
     s = config.slurm
@@ -234,10 +245,12 @@ def _read_slurm(
     services = {} if cluster is None else {name_part(v.name): v.name for v in cluster.services}
     try:
         read, notes = read_slurm(s, _parsed(queue, "queue"), services, _runner(config))
+        text = folder.applied()
+        ledger = {} if text is None else read_desired(text, str(folder.root / "applied.json"))
     except InputError as exc:
         raise CycleFailed("read back", exc.problems) from None
     lines += [f"note: {n}" for n in notes]
-    return read
+    return replace(read, hints=hints_of(ledger))
 
 
 def _parsed(text: str, what: str) -> Any:
@@ -310,6 +323,7 @@ def _import(
         down: list[dict[str, str]] = []
         if read is not None:
             queue = without_service_jobs(queue, config.slurm.service_jobs)[0]
+            queue = without_own_hints(queue, read.hints)
             hosts = set(cluster.host_nodes())
             down = outages(read, now or datetime.now(UTC).replace(microsecond=0), hosts)
         jobs_only = cluster.model_copy(

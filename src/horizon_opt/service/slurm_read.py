@@ -26,8 +26,18 @@ from horizon_opt.actions.slurm_state import (
     unusable_nodes,
 )
 from horizon_opt.service.config import ServiceJobs, SlurmSettings
+from horizon_opt.times import parse_time
 
-__all__ = ["FOREVER", "SlurmRead", "outages", "read_slurm", "service_job", "without_service_jobs"]
+__all__ = [
+    "FOREVER",
+    "SlurmRead",
+    "hints_of",
+    "outages",
+    "read_slurm",
+    "service_job",
+    "without_own_hints",
+    "without_service_jobs",
+]
 
 FOREVER = datetime(9999, 1, 1, tzinfo=UTC)
 """The end of a running job without a time limit."""
@@ -41,6 +51,8 @@ class SlurmRead:
     unusable: Mapping[str, str] = field(default_factory=dict)  # host -> its state words
     # host -> the latest limit of the jobs still running there (a drained node runs them on)
     busy_until: Mapping[str, datetime] = field(default_factory=dict)
+    # job id -> the start hint (StartTime=) this tool set, from the ledger
+    hints: Mapping[str, datetime] = field(default_factory=dict)
 
 
 def service_job(job: Mapping[str, Any], match: ServiceJobs) -> bool:
@@ -68,6 +80,47 @@ def without_service_jobs(payload: Any, match: ServiceJobs) -> tuple[Any, list[st
     mine = [j for j in jobs if isinstance(j, dict) and service_job(j, match)]
     kept = [j for j in jobs if not (isinstance(j, dict) and service_job(j, match))]
     return {**payload, "jobs": kept}, [job_id(j) for j in mine]
+
+
+def _task_id(job: Mapping[str, Any]) -> str:
+    """The importer's id of a job: `1234`, or `1230_4` for an array task."""
+    array, task = job.get("array_job_id"), job.get("array_task_id")
+    a = array.get("number") if isinstance(array, Mapping) else array
+    t = task.get("number") if isinstance(task, Mapping) and task.get("set") else task
+    if isinstance(a, int) and a and isinstance(t, int) and not isinstance(t, bool):
+        return f"{a}_{t}"
+    return job_id(job)
+
+
+def without_own_hints(payload: Any, hints: Mapping[str, datetime]) -> Any:
+    """The queue with the eligible time this tool set (a start hint, `StartTime=`, which Slurm
+    reports as the job's `eligible_time`) taken back to its submit time, so the hint is not
+    read as the job's release and a later plan can start it earlier."""
+    if not hints or not isinstance(payload, dict) or not isinstance(payload.get("jobs"), list):
+        return payload
+    jobs = []
+    for job in payload["jobs"]:
+        hint = hints.get(_task_id(job)) if isinstance(job, dict) else None
+        eligible = None if hint is None else _epoch(job.get("eligible_time"))
+        if hint is not None and eligible is not None and abs(eligible - hint.timestamp()) < 60:
+            job = {**job, "eligible_time": job.get("submit_time")}
+        jobs.append(job)
+    return {**payload, "jobs": jobs}
+
+
+def _epoch(value: Any) -> float | None:
+    number = value.get("number") if isinstance(value, Mapping) else value
+    return float(number) if isinstance(number, int) and not isinstance(number, bool) else None
+
+
+def hints_of(ledger: Mapping[str, Mapping[str, str]]) -> dict[str, datetime]:
+    """The start hints of the ledger (`job/<id>`: start), by job id."""
+    out = {}
+    for target, props in ledger.items():
+        when = parse_time(props.get("start", "")) if target.startswith("job/") else None
+        if when is not None:
+            out[target.removeprefix("job/")] = when
+    return out
 
 
 def read_slurm(
