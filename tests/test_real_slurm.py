@@ -55,7 +55,7 @@ def _jobs(slurm: Any) -> dict[str, tuple[str, str]]:
     return {i: (s, r) for i, s, r in (line.split() for line in out.splitlines())}
 
 
-def _setup(tmp: Path, pattern: list[float]) -> Path:
+def _setup(tmp: Path, pattern: list[float], hints: bool = False) -> Path:
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     write_demand_csv(tmp / "chat.csv", hour, pattern)
     (tmp / "cluster.yaml").write_text(
@@ -70,7 +70,8 @@ def _setup(tmp: Path, pattern: list[float]) -> Path:
     config.write_text(
         "scheduler: slurm\ncluster: cluster.yaml\nqueue: {command: [squeue, --json]}\n"
         "state: state\nevery: 1h\nsolver: greedy\ntime_limit: 2\nworkers: 1\n"
-        f"slurm: {{users: [{SERVICE_USER}], service_jobs: {{users: [{SERVICE_USER}]}}}}\n"
+        f"slurm: {{users: [{SERVICE_USER}], service_jobs: {{users: [{SERVICE_USER}]}}, "
+        f"start_hints: {'true' if hints else 'false'}}}\n"
     )
     return config
 
@@ -201,3 +202,34 @@ def test_drained_and_down_nodes_get_no_reservation(slurm_cluster: Any, tmp_path:
         for node in off:
             slurm.scontrol("update", f"NodeName={node}", "State=RESUME")
         _wait(slurm.all_idle, "the nodes to come back")
+
+
+def _eligible(slurm: Any, job: str) -> datetime:
+    shown = parse_fields(slurm.scontrol("show", "job", "-o", job).stdout)
+    return datetime.fromisoformat(shown["EligibleTime"])
+
+
+def test_a_start_hint_moves_earlier_when_the_gpus_free_up(
+    slurm_cluster: Any, tmp_path: Path
+) -> None:
+    """A 2-node job waits for a running 2-node job's limit: its hint (StartTime=, which Slurm
+    reports as its eligible time) holds it until then. The running job is cancelled; the next
+    cycle moves the hint earlier (to the slot after the job's submission: `--now` is the top
+    of the hour, the job came later)."""
+    slurm = slurm_cluster
+    _reset(slurm)
+    running = slurm.sbatch("-N2", "--gres=gpu:4", "-t", "120", "--wrap", "sleep 600")
+    _wait(lambda: _jobs(slurm).get(running, ("",))[0] == "RUNNING", "the running job")
+    config = _setup(tmp_path, [1], hints=True)
+    _cycle(slurm, config, at_hour=True)  # inference takes one of the two free nodes
+    waiting = slurm.sbatch("-N2", "--gres=gpu:4", "-t", "60", "--wrap", "sleep 600")
+    time.sleep(2)
+    assert _jobs(slurm)[waiting][0] == "PENDING"
+    _cycle(slurm, config, at_hour=True)
+    first = _eligible(slurm, waiting)
+    assert first > datetime.now() + timedelta(minutes=1)  # held for the running job's limit
+    slurm.run(["scancel", running], check=True)
+    _wait(lambda: running not in _jobs(slurm), "the running job to end")
+    assert _jobs(slurm)[waiting][0] == "PENDING"  # held by its hint
+    _cycle(slurm, config, at_hour=True)
+    assert _eligible(slurm, waiting) < first
