@@ -30,6 +30,8 @@ RESERVATIONS = (
     "EndTime=2026-12-03T17:00:00 Duration=01:00:00 Nodes=gpu1,gpu2 NodeCnt=2 "
     "TRES=cpu=4,gres/gpu=8 Users=nobody State=INACTIVE\n"
     "ReservationName=maint StartTime=2026-12-03T16:00:00 EndTime=2026-12-03T17:00:00 Nodes=gpu1\n"
+    "ReservationName=hopt-by-hand StartTime=2026-12-03T16:00:00 EndTime=2026-12-03T17:00:00 "
+    "Nodes=gpu1\n"
 )
 NODES = (
     "NodeName=gpu1 Arch=x86_64 OS=Linux 6.1.0 #1 SMP PREEMPT_DYNAMIC State=IDLE+DRAIN "

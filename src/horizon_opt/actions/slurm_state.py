@@ -123,8 +123,8 @@ def held_reservations(
     for line in text.splitlines():
         f = parse_fields(line)
         name = f.get("ReservationName", "")
-        if not name.startswith(f"{prefix}-"):
-            continue
+        if not re.match(rf"{re.escape(prefix)}-.+-[0-9]{{8}}T[0-9]{{4}}(-|$)", name):
+            continue  # not one of this tool's names: <prefix>-<service>-<YYYYMMDDTHHMM>...
         start, end = _local(f.get("StartTime", ""), zone), _local(f.get("EndTime", ""), zone)
         if start is None or end is None:
             raise InputError([f"scontrol show reservation: {name}: unreadable StartTime/EndTime"])
