@@ -272,6 +272,7 @@ def test_a_kill_mid_apply_and_a_hand_deleted_reservation_are_repaired_next_cycle
     assert [a[3] for a in new if a[1:3] == ["create", "reservation"]] == [f"ReservationName={gone}"]
     assert _names_held(cluster) == held
     assert not _world_now(cluster).get("ended")
+    assert _metric(cluster, "horizon_opt_drift_reservations") == len(held) - 1
 
 
 def test_a_failing_history_read_warns_and_the_cycle_goes_on(cluster: dict[str, Any]) -> None:

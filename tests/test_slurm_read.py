@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from horizon_opt.actions.slurm_state import (
+    drift,
     held_gpus,
     held_reservations,
     node_states,
@@ -160,3 +161,14 @@ def test_read_slurm_runs_scontrol_and_makes_outages_of_unusable_nodes() -> None:
         "gpu1": "2026-12-03T16:00:00+00:00",
         "gpu2": "2026-12-03T14:30:00+00:00",
     }
+
+
+def test_drift_counts_reservations_slurm_holds_otherwise_than_the_ledger() -> None:
+    held = held_reservations(RESERVATIONS, "hopt", {"chat": "chat"}, ZoneInfo("UTC"))
+    ledger = {t: dict(p) for t, p in held.items()}
+    ledger["reservation/hopt-chat-20261203T1500"]["start"] = "2026-12-03T14:00:00Z"  # began now
+    ledger["job/12"] = {"start": "2026-12-03T18:00:00Z", "nodes": ""}
+    assert drift(ledger, held) == 0
+    ledger["reservation/hopt-chat-20261203T1600-4gpu"]["nodes"] = "gpu1"
+    ledger["reservation/hopt-chat-20261203T2000-4gpu"] = {"nodes": "gpu2", "end": "x"}
+    assert drift(ledger, held) == 2

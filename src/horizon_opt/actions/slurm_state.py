@@ -34,6 +34,7 @@ __all__ = [
     "GPU_RESERVATIONS",
     "UNUSABLE_STATES",
     "SlurmState",
+    "drift",
     "held_gpus",
     "held_reservations",
     "job_id",
@@ -153,6 +154,23 @@ def _per_node(fields: Mapping[str, str], hosts: int) -> str:
         if key.startswith("gres/gpu") and value.isdigit() and hosts:
             return str(int(value) // hosts)
     return ""
+
+
+def drift(ledger: Desired, held: Desired) -> int:
+    """Reservations where what Slurm holds is not what the ledger says this tool left: missing,
+    unknown to the ledger, or with other nodes, size or end (a start may differ: one whose
+    planned start had passed was created to start at once)."""
+    mine = {t for t in ledger if t.startswith("reservation/")}
+    out = len(mine ^ set(held))
+    for target in mine & set(held):
+        a, b = ledger[target], held[target]
+        if (set(a.get("nodes", "").split(",")), a.get("gpus_per_node"), a.get("end")) != (
+            set(b.get("nodes", "").split(",")),
+            b.get("gpus_per_node"),
+            b.get("end"),
+        ):
+            out += 1
+    return out
 
 
 def node_states(text: str) -> dict[str, set[str]]:

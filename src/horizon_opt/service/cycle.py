@@ -38,7 +38,7 @@ from horizon_opt.actions import (
 )
 from horizon_opt.actions.core import is_running
 from horizon_opt.actions.slurm import name_part
-from horizon_opt.actions.slurm_state import SlurmState
+from horizon_opt.actions.slurm_state import SlurmState, drift
 from horizon_opt.check import check
 from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError, InstanceError
@@ -165,7 +165,9 @@ def _plan_cycle(
         raise CycleFailed("check", [f"the plan is invalid: {violations[0]}"])
     actions = _actions(config, cluster, instance, plan, folder, read, document)
     lines += [f"note: {n}" for n in actions.notes]
-    metrics = plan_metrics(instance, plan, actions.by_kind(), required)
+    metrics = plan_metrics(
+        instance, plan, actions.by_kind(), required, None if read is None else read.drift
+    )
     files = {
         "queue.txt": payloads["queue"],
         "instance.yaml": yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
@@ -250,7 +252,8 @@ def _read_slurm(
     except InputError as exc:
         raise CycleFailed("read back", exc.problems) from None
     lines += [f"note: {n}" for n in notes]
-    return replace(read, hints=hints_of(ledger))
+    held = read.state.reservations or {}
+    return replace(read, hints=hints_of(ledger), drift=drift(ledger, held) if text else 0)
 
 
 def _parsed(text: str, what: str) -> Any:

@@ -68,6 +68,7 @@ def plan_metrics(
     plan: Plan,
     actions: Mapping[str, int],
     required: Mapping[str, int] | None = None,
+    drift: int | None = None,
 ) -> str:
     """The plan in force: value, bound and gap, job counts, each pending job's predicted start,
     inference reserved against the forecast now, churn, solve time, actions by kind."""
@@ -109,6 +110,12 @@ def plan_metrics(
                 ({"change": k}, float(getattr(c, k)))
                 for k in ("moved", "later", "dropped", "broken")
             ],
+        )
+    if drift is not None:
+        text += _family(
+            "drift_reservations",
+            "Reservations where the scheduler differed from what was last applied.",
+            [({}, float(drift))],
         )
     text += _family(
         "actions",

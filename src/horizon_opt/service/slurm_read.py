@@ -53,6 +53,7 @@ class SlurmRead:
     busy_until: Mapping[str, datetime] = field(default_factory=dict)
     # job id -> the start hint (StartTime=) this tool set, from the ledger
     hints: Mapping[str, datetime] = field(default_factory=dict)
+    drift: int = 0  # reservations where Slurm differs from the ledger (`slurm_state.drift`)
 
 
 def service_job(job: Mapping[str, Any], match: ServiceJobs) -> bool:
