@@ -33,8 +33,15 @@ held when it ends. Inference replicas are jobs of `users` no longer than their p
 
 Changes: a reservation that has not started is updated (`Duration=`, and `Nodes=` for whole-node
 ones; Slurm cannot change the nodes of a GPU reservation, so that is a delete and a create) or
-deleted; one that has started and is no longer wanted is ended now (`EndTime=now`: Slurm refuses
-to delete a reservation that jobs run in); one that has ended is left for Slurm to purge.
+deleted. One that has started (its start at or before the clock) is never deleted (Slurm refuses
+one in use) and never ended while jobs run in it (they would end with it): actions/slurm_keep.py
+changes it in place (`Nodes=`, `EndTime=` only later) or keeps it to its end; an empty one the
+plan drops is ended now (`EndTime=now`); one that has ended is left for Slurm to purge. A period
+whose start has passed when the commands run is created `StartTime=now` with its `EndTime=`
+(slurmctld refuses a start more than a few minutes in the past). No period starts on GPUs a
+running job holds before its time limit (`SlurmState.held`). With `SlurmState.reservations`
+(read back from Slurm each cycle) the commands start from what Slurm holds, not from what an
+earlier cycle believed it sent; with `SlurmState.version` before 23.11 whole nodes are reserved.
 
 Jobs: a pending job the plan assigns gets `StartTime=` (its earliest start) at the planned
 start and, when that falls within `hold_after_minutes` (the re-planning cadence), `ReqNodeList=`
