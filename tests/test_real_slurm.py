@@ -201,7 +201,13 @@ def test_drained_and_down_nodes_get_no_reservation(slurm_cluster: Any, tmp_path:
     finally:
         for node in off:
             slurm.scontrol("update", f"NodeName={node}", "State=RESUME")
-        _wait(slurm.all_idle, "the nodes to come back")
+        _wait(lambda: _up(slurm, off), "the nodes to come back")
+
+
+def _up(slurm: Any, nodes: list[str]) -> bool:
+    shown = slurm.run(["sinfo", "-h", "-N", "-o", "%N %t"]).stdout.split("\n")
+    states = dict(line.split() for line in shown if line.strip())
+    return all(states.get(n) in ("idle", "resv", "mix", "alloc") for n in nodes)
 
 
 def _eligible(slurm: Any, job: str) -> datetime:

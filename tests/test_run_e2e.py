@@ -313,3 +313,27 @@ def test_a_start_hint_read_back_is_not_a_release_so_a_later_plan_can_start_it_ea
     for job, begin in later.items():
         hint = datetime.fromtimestamp(begin, UTC).isoformat().replace("+00:00", "Z")
         assert releases[job] != hint, (job, releases[job])
+
+
+def test_a_reservation_a_job_entered_since_the_queue_was_read_is_not_ended(
+    cluster: dict[str, Any],
+) -> None:
+    """The queue said the started reservation was empty (the plan drops it: it would end
+    now); when the command is about to run a replica runs in it: the command is held back."""
+    assert _run(cluster, "--apply").returncode == 0
+    _tick(cluster, 60)
+    world = _world_now(cluster)
+    begun = [
+        n for n, r in world["reservations"].items() if fake._epoch(r["StartTime"]) < world["clock"]
+    ]
+    assert begun
+    running = next(j for j in world["jobs"] if j["state"] == "RUNNING")
+    running["resv"] = begun[0]  # squeue --json does not say it: it started after the read
+    cluster["world"].write_text(json.dumps(world))
+    write_demand_csv(cluster["dir"] / "chat.csv", T0, [0])
+    done = _run(cluster, "--apply")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert f"release reservation/{begun[0]} not run: jobs run in it" in done.stderr
+    assert begun[0] not in _world_now(cluster).get("ended", [])
+    applied = json.loads((cluster["dir"] / "state" / "applied.json").read_text())
+    assert f"reservation/{begun[0]}" in applied

@@ -241,6 +241,11 @@ def tick(state: dict[str, Any], minutes: int) -> None:
 def main(argv: list[str]) -> int:
     path, state = _load()
     command, args = argv[0], argv[1:]
+    if command == "squeue" and "--json" not in args:  # the jobs running in a reservation
+        name = next(a.split("=", 1)[1] for a in args if a.startswith("--reservation="))
+        running = [j for j in state["jobs"] if j["state"] == "RUNNING" and j.get("resv") == name]
+        sys.stdout.write("".join(f"{j['id']}\n" for j in running))
+        return 0
     if command == "squeue":
         sys.stdout.write(squeue(state))
         return 0

@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from horizon_opt.actions import (
+    Action,
     Actions,
     KueueOptions,
     SlurmOptions,
@@ -113,7 +114,8 @@ def run_cycle(config: RunConfig, *, apply: bool = False, now: datetime | None = 
             return _failed(folder, config, when, exc, lines)
         done = Applied(0, 0, None)
         if apply:
-            done = apply_actions(folder, good.actions, _runner(config))
+            done = apply_actions(folder, good.actions, _runner(config), _guard(config))
+            lines += [f"warning: {line}" for line in done.skipped]
         apply_error = done.error
         cycle = Cycle(
             ok=apply_error is None,
@@ -231,6 +233,26 @@ def _runner(config: RunConfig) -> Callable[[list[str], str], str]:
         return run_command(argv, what, config.command_timeout)
 
     return run
+
+
+def _guard(config: RunConfig) -> Callable[[Action], str | None] | None:
+    """On Slurm: a reservation is ended now only if no job runs in it when the command is
+    about to run (a replica may have started in it since the queue was read)."""
+    if config.scheduler != "slurm":
+        return None
+
+    def guard(action: Action) -> str | None:
+        if action.kind != "release":
+            return None
+        name = action.target.removeprefix("reservation/")
+        argv = ["squeue", "-h", "-t", "RUNNING,CONFIGURING", f"--reservation={name}", "-o", "%i"]
+        try:
+            jobs = run_command(argv, "squeue", config.command_timeout).split()
+        except CycleFailed as exc:
+            return f"could not tell whether jobs run in it ({exc})"
+        return f"jobs run in it ({', '.join(jobs)})" if jobs else None
+
+    return guard
 
 
 def _read_slurm(
