@@ -77,6 +77,10 @@ class SlurmCluster:
         os.chmod(r, 0o755)  # the service user's jobs and commands reach the munge socket
         for sub in ("munge", "state", "spool", "log", "dev"):
             (r / sub).mkdir(parents=True, exist_ok=True)
+        key = r / "munge" / "munge.key"  # its own key: nothing of the host's munge is used
+        if not key.exists():
+            key.write_bytes(os.urandom(1024))
+            key.chmod(0o400)
         for i in range(GPUS_PER_NODE):
             dev = r / "dev" / f"nvidia{i}"
             if not dev.exists():
@@ -144,7 +148,7 @@ PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
                 "--foreground",
                 "--force",
                 f"--socket={self.munge_socket}",
-                "--key-file=/etc/munge/munge.key",
+                f"--key-file={r}/munge/munge.key",
                 f"--pid-file={r}/munge/munged.pid",
                 f"--log-file={r}/log/munged.log",
                 f"--seed-file={r}/munge/seed",
