@@ -159,14 +159,15 @@ def clip_runs(
     Returns the runs and a note for each one moved."""
     if not held:
         return dict(runs), []
-    cap = {n: int(g) for n, g in zip(instance.node_names, instance.node_gpus, strict=True)}
+    free = _free(instance, runs, held, whole)
     notes = []
     out: dict[str, list[Run]] = {}
     for service, mine in runs.items():
         kept = []
         for run in mine:
             start = run.start
-            while start < run.end and _blocked(instance, runs, held, cap, run, start, whole):
+            room = free.get(run.host)
+            while room is not None and start < run.end and room[start] < 0:
                 start += 1
             if start != run.start:
                 when, planned = instance.slot_time(start), instance.slot_time(run.start)
@@ -186,26 +187,29 @@ def _size(run: Run, whole: bool) -> str:
     return "the node" if whole else f"{run.gpus} GPUs"
 
 
-def _blocked(
+def _free(
     instance: Instance,
     runs: Mapping[str, list[Run]],
     held: Mapping[str, tuple[tuple[int, datetime], ...]],
-    cap: Mapping[str, int],
-    run: Run,
-    slot: int,
     whole: bool,
-) -> bool:
-    """Running jobs (to their limits) and the reservations at `slot` on the run's host need
-    more GPUs than the host has (whole nodes: any running job's GPU)."""
-    at = instance.slot_time(slot)
-    assert at is not None
-    busy = sum(g for g, until in held.get(run.host, ()) if until > at)
-    if whole:
-        return busy > 0
-    reserved = sum(
-        r.gpus
-        for mine in runs.values()
-        for r in mine
-        if r.host == run.host and r.start <= slot < r.end
-    )
-    return busy + reserved > cap.get(run.host, 0)
+) -> dict[str, list[int]]:
+    """Per host that running jobs hold GPUs on, per slot: its GPUs less what the running jobs
+    hold to their limits and what the runs reserve (negative: a run there cannot start then).
+    Whole nodes: -1 while any running job holds a GPU there."""
+    cap = {n: int(g) for n, g in zip(instance.node_names, instance.node_gpus, strict=True)}
+    times = [instance.slot_time(t) for t in range(instance.slots)]
+    out: dict[str, list[int]] = {}
+    for host, jobs in held.items():
+        busy = [sum(g for g, until in jobs if at is None or until > at) for at in times]
+        out[host] = (
+            [-1 if b else 0 for b in busy] if whole else [cap.get(host, 0) - b for b in busy]
+        )
+    if not whole:
+        for mine in runs.values():
+            for r in mine:
+                room = out.get(r.host)
+                if room is None:
+                    continue  # no running job there: the plan's own layout fits
+                for t in range(r.start, min(r.end, instance.slots)):
+                    room[t] -= r.gpus
+    return out
