@@ -337,3 +337,44 @@ def test_a_reservation_a_job_entered_since_the_queue_was_read_is_not_ended(
     assert begun[0] not in _world_now(cluster).get("ended", [])
     applied = json.loads((cluster["dir"] / "state" / "applied.json").read_text())
     assert f"reservation/{begun[0]}" in applied
+
+
+def _sacct(runs: list[tuple[int, str, int, int]]) -> dict[str, Any]:
+    """sacct --json of completed runs: (id, name, limit minutes, elapsed minutes), alice's."""
+    start = _epoch(T0 - timedelta(days=2))
+    jobs = [
+        {
+            "job_id": i,
+            "name": name,
+            "user": "alice",
+            "account": "ml",
+            "partition": "gpu-h100",
+            "array": {"job_id": 0, "task_id": {"set": False, "infinite": False, "number": 0}},
+            "state": {"current": ["COMPLETED"], "reason": "None"},
+            "time": {
+                "elapsed": 60 * elapsed,
+                "limit": {"set": True, "infinite": False, "number": limit},
+                "start": start,
+                "end": start + 60 * elapsed,
+                "submission": start,
+            },
+        }
+        for i, name, limit, elapsed in runs
+    ]
+    meta = {"plugin": {"data_parser": "data_parser/v0.0.41"}, "slurm": {"release": "24.05.3"}}
+    return {"jobs": jobs, "meta": meta, "errors": [], "warnings": []}
+
+
+def test_with_history_no_reservation_takes_gpus_before_the_running_jobs_limits(
+    cluster: dict[str, Any],
+) -> None:
+    """sacct says alice's job-101 runs take half their limit: 101 (started an hour ago, limit
+    4 h) is predicted to end in an hour, but holds its 8 GPUs until its limit, 3 h from now;
+    every reservation leaves them to it."""
+    runs = [(900 + k, "job-101", 240, 120) for k in range(3)]
+    (cluster["dir"] / "sacct.json").write_text(json.dumps(_sacct(runs)))
+    config = cluster["dir"] / "run.yaml"
+    config.write_text(config.read_text() + "history: {file: sacct.json}\n")
+    done = _run(cluster, "--apply")
+    assert done.returncode == 0, done.stderr + done.stdout
+    _check_holds(cluster)

@@ -20,7 +20,14 @@ from horizon_opt.actions.slurm_state import (
 )
 from horizon_opt.errors import InputError
 from horizon_opt.service.config import ServiceJobs, SlurmSettings
-from horizon_opt.service.slurm_read import FOREVER, outages, read_slurm, without_service_jobs
+from horizon_opt.service.slurm_read import (
+    FOREVER,
+    held_to_limits,
+    limits_of,
+    outages,
+    read_slurm,
+    without_service_jobs,
+)
 
 RESERVATIONS = (
     "ReservationName=hopt-chat-20261203T1500 StartTime=2026-12-03T14:05:26 "
@@ -172,3 +179,21 @@ def test_drift_counts_reservations_slurm_holds_otherwise_than_the_ledger() -> No
     ledger["reservation/hopt-chat-20261203T1600-4gpu"]["nodes"] = "gpu1"
     ledger["reservation/hopt-chat-20261203T2000-4gpu"] = {"nodes": "gpu2", "end": "x"}
     assert drift(ledger, held) == 2
+
+
+def test_running_jobs_are_placed_to_their_limits_where_an_estimate_ended_them_sooner() -> None:
+    limits = limits_of(QUEUE)
+    assert limits["7"] == datetime(2026, 12, 3, 16, tzinfo=UTC) and limits["10"] == FOREVER
+    document = {
+        "horizon": {"slots": 8, "slot_minutes": 60, "start": "2026-12-03T13:00:00Z"},
+        "jobs": [
+            {"id": "7", "duration": "60m", "placed": {"end": "2026-12-03T15:00:00Z"}},
+            {"id": "10@gpu4", "duration": "60m", "placed": {"end": "2026-12-03T15:00:00Z"}},
+            {"id": "11", "duration": "60m"},
+        ],
+    }
+    assert held_to_limits(document, limits) == 2
+    jobs = document["jobs"]
+    assert jobs[0]["placed"]["end"] == "2026-12-03T16:00:00Z" and jobs[0]["duration"] == "120m"
+    assert jobs[1]["placed"]["end"] == "2026-12-03T21:00:00Z"  # no limit: the horizon's end
+    assert "placed" not in jobs[2]

@@ -69,6 +69,7 @@ from horizon_opt.service.rebase import rebased
 from horizon_opt.service.shortfall import capped, required_now
 from horizon_opt.service.slurm_read import (
     SlurmRead,
+    held_to_limits,
     hints_of,
     outages,
     read_slurm,
@@ -313,7 +314,7 @@ def _state(
             raise CycleFailed("queue", [f"{config.queue.file}: not an instance file"])
     else:
         assert cluster is not None  # the config requires it for a scheduler payload
-        imported = _import(config, cluster, payloads, now, read)
+        imported = _import(config, cluster, payloads, now, read, lines)
         lines += [f"note: {line}" for line in note_lines(imported.notes)]
         document, base = imported.document, cluster.folder
     document = move_demand_csvs(document, base)  # the cycle's copy reads the same series
@@ -338,6 +339,7 @@ def _import(
     payloads: dict[str, str],
     now: datetime | None,
     read: SlurmRead | None,
+    lines: list[str],
 ) -> Imported:
     """The queue imported around the cluster file. The services are put in after the import:
     their demand is the cycle's to fit beside the running jobs (`shortfall`), not a reason to
@@ -379,7 +381,13 @@ def _import(
     except InputError as exc:
         raise CycleFailed("import", exc.problems) from None
     services = [s.model_dump(mode="json", exclude_defaults=True) for s in cluster.services]
-    return replace(imported, document={**imported.document, "services": services})
+    document = {**imported.document, "services": services}
+    if read is not None and held_to_limits(document, read.limits):
+        lines.append(
+            "note: running jobs are planned to hold their GPUs to their time limits (estimates "
+            "said earlier ends): inference is never planned on GPUs a running job may still hold"
+        )
+    return replace(imported, document=document)
 
 
 # -- planning --------------------------------------------------------------------------------

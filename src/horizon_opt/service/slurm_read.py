@@ -9,9 +9,10 @@ inference is not counted twice, and their GPUs are the reservations' to hold.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -25,13 +26,16 @@ from horizon_opt.actions.slurm_state import (
     parse_version,
     unusable_nodes,
 )
+from horizon_opt.instance import duration_minutes
 from horizon_opt.service.config import ServiceJobs, SlurmSettings
-from horizon_opt.times import parse_time
+from horizon_opt.times import iso, parse_time
 
 __all__ = [
     "FOREVER",
     "SlurmRead",
+    "held_to_limits",
     "hints_of",
+    "limits_of",
     "outages",
     "read_slurm",
     "service_job",
@@ -54,6 +58,7 @@ class SlurmRead:
     # job id -> the start hint (StartTime=) this tool set, from the ledger
     hints: Mapping[str, datetime] = field(default_factory=dict)
     drift: int = 0  # reservations where Slurm differs from the ledger (`slurm_state.drift`)
+    limits: Mapping[str, datetime] = field(default_factory=dict)  # running job -> its limit
 
 
 def service_job(job: Mapping[str, Any], match: ServiceJobs) -> bool:
@@ -114,6 +119,47 @@ def _epoch(value: Any) -> float | None:
     return float(number) if isinstance(number, int) and not isinstance(number, bool) else None
 
 
+def limits_of(payload: Any) -> dict[str, datetime]:
+    """Running job id (the importer's) -> when its time limit ends (FOREVER without one)."""
+    out = {}
+    jobs = payload.get("jobs") if isinstance(payload, Mapping) else None
+    for job in jobs if isinstance(jobs, list) else []:
+        if not isinstance(job, Mapping) or "RUNNING" not in str(job.get("job_state")):
+            continue
+        start, limit = _epoch(job.get("start_time")), _epoch(job.get("time_limit"))
+        until = FOREVER
+        if start is not None and limit is not None and 0 < limit < 4294967294:
+            until = datetime.fromtimestamp(start, UTC) + timedelta(minutes=limit)
+        out[_task_id(job)] = until
+    return out
+
+
+def held_to_limits(document: dict[str, Any], limits: Mapping[str, datetime]) -> int:
+    """Running jobs of the instance document placed to their time limits (within the horizon,
+    unless it has an open end), where an estimate ended them earlier: a plan then never gives
+    their GPUs to anything before the limits. Returns how many were moved."""
+    horizon = document.get("horizon", {})
+    start = parse_time(str(horizon.get("start", "")))
+    if start is None or not limits:
+        return 0
+    end = start + timedelta(minutes=int(horizon["slots"]) * int(horizon.get("slot_minutes", 60)))
+    moved = 0
+    for job in document.get("jobs", []):
+        placed = job.get("placed")
+        limit = limits.get(str(job.get("id", "")).split("@")[0])
+        ends = None if placed is None else parse_time(str(placed.get("end", "")))
+        if limit is None or ends is None or not isinstance(job.get("duration"), str):
+            continue
+        target = limit if horizon.get("open_end") else min(limit, end)
+        minutes = duration_minutes(job["duration"])
+        if target <= ends or minutes is None or target >= FOREVER:
+            continue
+        placed["end"] = iso(target)
+        job["duration"] = f"{math.ceil(minutes + (target - ends).total_seconds() / 60)}m"
+        moved += 1
+    return moved
+
+
 def hints_of(ledger: Mapping[str, Mapping[str, str]]) -> dict[str, datetime]:
     """The start hints of the ledger (`job/<id>`: start), by job id."""
     out = {}
@@ -159,13 +205,14 @@ def read_slurm(
         )
         for host, words in unusable.items()
     ]
+    read = SlurmRead(unusable=unusable, busy_until=busy_until, limits=limits_of(batch))
     state = SlurmState(
         reservations=mine,
         occupied=occupied(payload),
         held=held_gpus(batch, FOREVER),
         version=version,
     )
-    return SlurmRead(state, unusable, busy_until), notes
+    return replace(read, state=state), notes
 
 
 def outages(read: SlurmRead, snapshot: datetime, hosts: set[str]) -> list[dict[str, str]]:
