@@ -51,6 +51,8 @@ Run = Callable[[list[str], str], str]  # (argv, what) -> standard output; raises
 
 @dataclass(frozen=True)
 class SlurmRead:
+    """What one cycle read from Slurm: the actions' view (`state`) and what the import uses."""
+
     state: SlurmState = field(default_factory=SlurmState)
     unusable: Mapping[str, str] = field(default_factory=dict)  # host -> its state words
     # host -> the latest limit of the jobs still running there (a drained node runs them on)
