@@ -139,6 +139,8 @@ def test_cycles_never_end_a_job_or_a_reservation_a_replica_runs_in(
     _cycle(slurm, config)
     _assert_reserved_every_hour(_reservations(slurm), hours=9, first=1)
     assert _jobs(slurm)[replica] == ("RUNNING", home)
+    imported = (config.parent / "state" / "current" / "instance.yaml").read_text()
+    assert f"id: '{batch[0]}'" in imported and f"id: '{replica}'" not in imported  # served
 
     _setup(tmp_path, [0])  # the forecast drops to nothing: the plan reserves nothing
     _cycle(slurm, config)

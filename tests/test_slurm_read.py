@@ -109,6 +109,9 @@ def test_reservations_read_back_are_the_tools_own_as_targets() -> None:
         },
     }
     assert held_reservations("No reservations in the system\n", "hopt", {}, ZoneInfo("UTC")) == {}
+    per_node = RESERVATIONS.replace("TRES=cpu=4,gres/gpu=8", "TRESPerNode=gres/gpu=4")
+    got = held_reservations(per_node, "hopt", {"chat": "chat"}, ZoneInfo("UTC"))
+    assert got["reservation/hopt-chat-20261203T1600-4gpu"]["gpus_per_node"] == "4"
     paris = held_reservations(RESERVATIONS, "hopt", {"chat": "chat"}, ZoneInfo("Europe/Paris"))
     assert paris["reservation/hopt-chat-20261203T1600-4gpu"]["start"] == "2026-12-03T15:00:00Z"
 

@@ -148,7 +148,12 @@ def held_reservations(
 
 
 def _per_node(fields: Mapping[str, str], hosts: int) -> str:
-    """GPUs per node of a GPU reservation (`TRES=cpu=8,gres/gpu=16` over its nodes), else ''."""
+    """GPUs per node of a GPU reservation (`TRESPerNode=gres/gpu=8` where shown, else
+    `TRES=cpu=8,gres/gpu=16` over its nodes), else ''."""
+    for item in fields.get("TRESPerNode", "").split(","):
+        key, _, value = item.partition("=")
+        if key.startswith("gres/gpu") and value.isdigit():
+            return value
     for item in fields.get("TRES", "").split(","):
         key, _, value = item.partition("=")
         if key.startswith("gres/gpu") and value.isdigit() and hosts:
