@@ -11,7 +11,10 @@ only). Slurm 22.05 reserves whole nodes (it has no GPU reservations), so a reser
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import signal
 import subprocess
 import textwrap
 import time
@@ -241,3 +244,49 @@ def test_a_start_hint_moves_earlier_when_the_gpus_free_up(
     assert _jobs(slurm)[waiting][0] == "PENDING"  # held by its hint
     _cycle(slurm, config, at_hour=True)
     assert _eligible(slurm, waiting) < first
+
+
+def test_a_run_killed_between_two_commands_is_completed_by_the_next(
+    slurm_cluster: Any, tmp_path: Path
+) -> None:
+    """The run is killed (SIGKILL) while its second reservation is being created: the ledger
+    holds the first; the next cycle reads Slurm back and creates only what is missing."""
+    slurm = slurm_cluster
+    _reset(slurm)
+    config = _setup(tmp_path, [1, 1, 2, 2, 2, 2])  # several reservations
+    real = shutil.which("scontrol", path=slurm.env["PATH"])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    mark = tmp_path / "created"
+    (bin_dir / "scontrol").write_text(
+        "#!/bin/sh\n"
+        f'case "$*" in *"create reservation"*)\n'
+        f"  if [ -e {mark} ]; then sleep 60; fi\n"
+        f'  "{real}" "$@"; rc=$?; touch {mark}; exit $rc;;\n'
+        "esac\n"
+        f'exec "{real}" "$@"\n'
+    )
+    (bin_dir / "scontrol").chmod(0o755)
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    env = {**slurm.env, "PATH": f"{bin_dir}:{slurm.env['PATH']}"}
+    run = subprocess.Popen(
+        [str(HORIZON_OPT), "run", str(config), "--apply", "--now", hour.isoformat()],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait(lambda: mark.exists() and len(_reservations(slurm)) == 1, "the first create")
+        time.sleep(0.5)  # the second create is asleep in the wrapper
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    first = set(_reservations(slurm))
+    ledger = json.loads((config.parent / "state" / "applied.json").read_text())
+    assert {t.removeprefix("reservation/") for t in ledger} == first
+    _cycle(slurm, config, at_hour=True)
+    after = set(_reservations(slurm))
+    current = json.loads((config.parent / "state" / "current" / "actions.json").read_text())
+    wanted = {t.removeprefix("reservation/") for t in current["desired"]}
+    assert first < after == wanted
