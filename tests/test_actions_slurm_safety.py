@@ -147,3 +147,15 @@ def test_a_changed_whole_node_reservation_takes_only_the_hosts_left() -> None:
     moved = _chat_plan([("a-1", 0, 8), ("a-2", 0, 8)])
     got = _commands(slurm_actions(_instance(LATER), moved, options, first, busy))
     assert got == [("update reservation", {"reservationname": names[0], "nodes": "a-2"})]
+
+
+def test_a_reservation_about_to_start_is_not_deleted() -> None:
+    """At 01:59:30 the 02:00 reservation the plan drops would have started by the time a delete
+    reached Slurm ("Reservation request busy"): it is left to the next cycle."""
+    moved = _chat_plan([("a-1", 0, 8)])
+    early = SlurmState(clock=datetime(2026, 12, 1, 1, 59, 30, tzinfo=UTC), occupied={})
+    got = _commands(slurm_actions(_instance(CHAT_ONLY), moved, OPTIONS, _first(), early))
+    assert not [f for _, f in got if f.get("reservationname") == FIRST]
+    late = SlurmState(clock=datetime(2026, 12, 1, 1, 50, tzinfo=UTC), occupied={})
+    got = _commands(slurm_actions(_instance(CHAT_ONLY), moved, OPTIONS, _first(), late))
+    assert ("delete reservation", {"reservationname": FIRST}) in got

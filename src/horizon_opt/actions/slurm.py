@@ -120,6 +120,10 @@ RESERVATION_FLAGS = frozenset(
 )
 """The flags scontrol(1) lists for `create reservation`."""
 
+STARTING = timedelta(minutes=2)
+"""A reservation starting this soon is not deleted: it may have started when the command runs,
+and Slurm refuses to delete a started one (the next cycle ends it if it is empty)."""
+
 SLURM_JOB_ID = re.compile(r"^[0-9]+(_[0-9]+)?$")
 _NAME_PART = re.compile(r"[^A-Za-z0-9_.-]")
 _WORD = re.compile(r"^[^\s,=]+$")
@@ -234,7 +238,8 @@ def _reservations(
             for p in group_runs(service.name, kept.rest)
             if p.start * instance.slot_minutes < ahead
         ]
-    begun = {f"reservation/{a.name}" for mine in active.values() for a in mine}
+    soon = [*active.values(), *started(before, clock + STARTING).values()]
+    begun = {f"reservation/{a.name}" for mine in soon for a in mine}  # or too soon to delete
     for p, name in zip(found, _names(instance, found, options), strict=True):
         if f"reservation/{name}" in out.keys() | begun:  # a started one has that name
             name = f"{name}-{_NAME_PART.sub('_', p.hosts[0])}"
@@ -449,6 +454,8 @@ class _Renderer:
         service = old.get("service", "?")
         if end is not None and end <= self.now:
             return []  # it has ended: Slurm purges it
+        if start is not None and self.now < start <= self.now + STARTING:
+            return []  # it starts before a delete could reach Slurm: the next cycle ends it
         if start is not None and start <= self.now:
             if self.state.is_occupied(name):
                 return []  # jobs run in it: it goes on to its end rather than end them now
