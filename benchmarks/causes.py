@@ -7,7 +7,8 @@ nor a start by moving only lower-value work). That count must be 0.
 
     .venv/bin/python benchmarks/causes.py --time-limit 20
 
-Writes a markdown table (default: benchmarks/results/causes.md).
+Writes a markdown table (default: bench-results/causes.md, not committed; `--out
+benchmarks/results/causes.md` rewrites the committed one).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from horizon_opt.solvers import SOLVERS
 from horizon_opt.solvers.causes import Code
 
 ROOT = Path(__file__).resolve().parent.parent
+# Without --out, results go to bench-results/ (ignored by git): a run never rewrites the
+# committed benchmarks/results/ unless told to with --out.
+DEFAULT_OUT = ROOT / "bench-results" / "causes.md"
 INSTANCES = ["instances/demo.yaml", "instances/bench/enterprise-medium-s0.yaml"]
 
 
@@ -56,7 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time-limit", type=float, default=20.0, help="seconds per cpsat plan")
     parser.add_argument("--instances", nargs="+", default=INSTANCES)
-    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks/results/causes.md")
+    parser.add_argument("--out", "--output", dest="output", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     head = [
         "instance",
@@ -83,6 +87,7 @@ def main() -> None:
         + "\n".join(lines)
         + "\n"
     )
+    args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)
     print(f"written: {args.output}")
 

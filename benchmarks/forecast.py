@@ -1,6 +1,7 @@
+#!/usr/bin/env python3
 """Demand forecasts against what happened: coverage and over-reservation on public traces.
 
-    .venv/bin/python benchmarks/forecast.py                  # ServeGen (../shared/traces)
+    .venv/bin/python benchmarks/forecast.py                  # ServeGen (the package's traces)
     .venv/bin/python benchmarks/forecast.py --azure FILE.csv # also an Azure LLM request trace
 
 Day-ahead forecasts of the hourly request rate from rolling origins (each midnight of the last
@@ -57,7 +58,10 @@ from horizon_opt.forecast import (
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-TRACES = ROOT.parent / "shared" / "traces"
+TRACES = ROOT / "src" / "horizon_opt" / "data" / "traces"  # the traces the package ships
+# Without --out, results go to bench-results/ (ignored by git): a run never rewrites the
+# committed benchmarks/results/ unless told to with --out.
+DEFAULT_OUT = ROOT / "bench-results" / "forecast.md"
 QUANTILES = (0.90, 0.95, 0.99)
 DAY = 86_400
 WINDOW = 600  # seconds: the traces' 10-minute windows
@@ -280,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--traces", type=Path, default=TRACES)
     parser.add_argument("--azure", type=Path, action="append", default=[])
     parser.add_argument("--no-library", action="store_true", help="skip statsforecast")
-    parser.add_argument("-o", "--output", type=Path, default=HERE / "results" / "forecast.md")
+    parser.add_argument("-o", "--out", "--output", dest="output", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     began = time.perf_counter()
     with_library = not args.no_library and bool(library_forecasters())

@@ -25,6 +25,9 @@ from horizon_opt.simulate.world import Noise
 from horizon_opt.simulate.worlds import world_for
 
 HERE = Path(__file__).resolve().parent
+# Without --out, results go to bench-results/ (ignored by git): a run never rewrites the
+# committed benchmarks/results/ unless told to with --out.
+DEFAULT_OUT = HERE.parent / "bench-results" / "left_shift.md"
 FAMILIES = ("enterprise", "deadline", "trace")
 LOOP = ("cpsat",)
 
@@ -113,7 +116,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--out", type=Path, default=HERE / "results" / "left_shift.md")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args()
     names = [f"{f}-medium-s{s}" for f in FAMILIES for s in args.seeds]
     with ProcessPoolExecutor(args.jobs) as pool:
@@ -125,6 +128,7 @@ def main() -> None:
             )
         )
     text = report(shots, loops, args.seconds)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)
 

@@ -8,7 +8,7 @@ plans with one worker, so every replay is repeatable (`SolveOptions.repeatable`)
 variants differ by what they decide, not by the machine's load. Reports per variant the median,
 mean and worst realized pwo (or pwo in the measured window, `--figure window`) against the
 peer's, on how many (world, solver seed) pairs it beats the peer, the median promise error
-(docs/simulate.md), and per pair.
+with its P50 error and P90 coverage, and per pair.
 
     .venv/bin/python benchmarks/loop_seeds.py --jobs 2 --seeds 10 \\
         --out benchmarks/results/loop_seeds.md
@@ -36,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 # label -> (policy, cpsat search parameters changed from the defaults, stability weight, weight
 # of a held promise)
 VARIANTS: dict[str, tuple[str, dict[str, object], float, float]] = {
+    "cpsat": ("cpsat", {}, 0.0, 0.0),
     "cpsat@event": ("cpsat@event", {}, 0.0, 0.0),
     "cpsat@event (no fill)": ("cpsat@event", {"fill_gaps": False}, 0.0, 0.0),
     "cpsat@event (stability 0.05)": ("cpsat@event", {}, 0.05, 0.0),
@@ -47,8 +48,10 @@ VARIANTS: dict[str, tuple[str, dict[str, object], float, float]] = {
     "backfill-expect": ("backfill-expect", {}, 0.0, 0.0),
     "cpsat-expect@event": ("cpsat-expect@event", {}, 0.0, 0.0),
     "cpsat-pack@event": ("cpsat-pack@event", {}, 0.0, 0.0),
+    "cpsat-risk@event": ("cpsat-risk@event", {}, 0.0, 0.0),
     "cpsat-pack@event (keep promises 0.1)": ("cpsat-pack@event", {}, 0.0, 0.1),
     "cpsat-runtimes@event": ("cpsat-runtimes@event", {}, 0.0, 0.0),
+    "cpsat-oracle": ("cpsat-oracle", {}, 0.0, 0.0),
     **{
         f"{name} ({label})": (name, changed, 0.0, 0.0)
         for name in ("cpsat@event", "cpsat-pack@event")
@@ -67,8 +70,8 @@ PEERS = ("backfill", "backfill-expect")  # `--peer best` takes the better of the
 def run(
     path: str, seed: int, solver_seed: int, seconds: float, labels: tuple[str, ...], world: str
 ) -> dict[str, float]:
-    """Realized pwo (`LABEL`), pwo in the measured window (`LABEL w`) and promise error
-    (`LABEL h`) of the peers and of each variant in the world of `seed`."""
+    """Realized pwo (`LABEL`), pwo in the measured window (`LABEL w`), promise error (`LABEL h`)
+    and starved jobs (`LABEL s`, `simulate.starvation`) of the peers and of each variant in the world of `seed`."""
     inst = ho.load_instance(HERE.parent / path)
     drawn = world_for(inst, world, seed, Noise())
     base = ho.SolveOptions(time_limit=seconds, workers=1, seed=solver_seed)
@@ -76,19 +79,26 @@ def run(
     row: dict[str, float] = {"seed": seed, "solver seed": solver_seed}
     for peer in PEERS:
         r = replay(inst, drawn, policy(peer, every, freeze), base)
-        row[peer], row[f"{peer} w"], row[f"{peer} h"] = _figures(r)
+        row.update(_figures(peer, r))
     for label in labels:
         name, changed, stability, keep = VARIANTS[label]
         options = replace(base, params=replace(LOOP, **changed))  # type: ignore[arg-type]
         p = policy(
             name, every, freeze, stability, slot_minutes=inst.slot_minutes, keep_promises=keep
         )
-        row[label], row[f"{label} w"], row[f"{label} h"] = _figures(replay(inst, drawn, p, options))
+        row.update(_figures(label, replay(inst, drawn, p, options)))
     return row
 
 
-def _figures(r: Replay) -> tuple[float, float, float]:
-    return r.realized_pwo, r.window_pwo, r.promise_error_hours
+def _figures(label: str, r: Replay) -> dict[str, float]:
+    return {
+        label: r.realized_pwo,
+        f"{label} w": r.window_pwo,
+        f"{label} h": r.promise_error_hours,
+        f"{label} p50": r.promise_p50_error_hours,
+        f"{label} p90": r.promise_p90_coverage,
+        f"{label} s": r.starved,
+    }
 
 
 def report(
@@ -117,18 +127,21 @@ def report(
         f"world seeds 0-{args.seeds - 1} x solver seeds {_seeds(args.solver_seeds)}; {figure} "
         f"against {peer_name} in the same world.",
         "",
-        "| variant | median | mean | worst | pairs above the peer | promise error h (median) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| variant | median | mean | worst | pairs above the peer | promise error h "
+        "| P50 error h | P90 coverage | starved jobs (all pairs) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for p in PEERS:
-        lines.append(f"| {p} | | | | | {statistics.median(r[f'{p} h'] for r in rows):.1f} |")
+        lines.append(
+            f"| {p} | | | | | {_promises(rows, p)} | {sum(r[f'{p} s'] for r in rows):.0f} |"
+        )
     for k in labels:
         v = pct[k]
         above = sum(x > 0 for x in v)
         lines.append(
             f"| {k} | {statistics.median(v):+.1f}% | {statistics.mean(v):+.1f}% | "
             f"{min(v):+.1f}% | {above} of {len(v)} | "
-            f"{statistics.median(r[f'{k} h'] for r in rows):.1f} |"
+            f"{_promises(rows, k)} | {sum(r[f'{k} s'] for r in rows):.0f} |"
         )
     lines += ["", "| seed | solver seed | peer | " + " | ".join(labels) + " |"]
     lines += ["| ---: | ---: | ---: |" + " ---: |" * len(labels)]
@@ -136,6 +149,12 @@ def report(
         cells = " | ".join(f"{r[f'{k}{suffix}']:,.0f} ({pct[k][i]:+.1f}%)" for k in labels)
         lines.append(f"| {r['seed']:.0f} | {r['solver seed']:.0f} | {peer(r):,.0f} | {cells} |")
     return "\n".join(lines) + "\n"
+
+
+def _promises(rows: list[dict[str, float]], label: str) -> str:
+    """Medians over the pairs: promise error, P50 error (hours), P90 coverage."""
+    med = {k: statistics.median(r[f"{label} {k}"] for r in rows) for k in ("h", "p50", "p90")}
+    return f"{med['h']:.1f} | {med['p50']:.1f} | {100 * med['p90']:.0f}%"
 
 
 def _seeds(n: int) -> str:
@@ -148,7 +167,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--seeds", type=int, default=10, help="world seeds 0..N-1")
     ap.add_argument("--solver-seeds", type=int, default=1, help="solver seeds 0..K-1")
-    ap.add_argument("--world", choices=WORLDS, default="synthetic")
+    ap.add_argument("--world", choices=WORLDS, default="cluster")
     ap.add_argument("--figure", choices=("realized", "window"), default="realized")
     ap.add_argument("--peer", choices=("backfill", "best"), default="backfill")
     ap.add_argument("--jobs", type=int, default=2)

@@ -1,7 +1,8 @@
 """Optimizer benchmark: fifo, greedy and cpsat on seeded enterprise instances of each size.
 
 Every run happens in its own process, so peak memory (ru_maxrss) is per run. Every plan goes
-through the independent checker. Results: a CSV of raw rows and a markdown table of medians.
+through the independent checker. Results: a CSV of raw rows and a markdown table of medians, in
+bench-results/ (not committed) unless `--out benchmarks/results/optimizer.csv` says otherwise.
 
     .venv/bin/python benchmarks/optimizer.py --sizes small medium large xl --seeds 0 1 2
 
@@ -21,6 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+# Without --out, results go to bench-results/ (ignored by git): a run never rewrites the
+# committed benchmarks/results/ unless told to with --out.
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "bench-results" / "optimizer.csv"
 TIME_LIMITS = {"small": 10.0, "medium": 60.0, "large": 120.0, "xl": 300.0}
 
 CHILD = r"""
@@ -83,7 +87,7 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--time-limit", type=float, default=None)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/optimizer.csv"))
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
 
     from horizon_opt.generate import generate, write_instance

@@ -10,7 +10,9 @@ and greedy, base against +1 node.
     .venv/bin/python benchmarks/prices.py --time-limit 30
 
 Writes a markdown table and a summary (median ratio of predicted to re-solved change, and how
-often the prices order a pair of pools of one instance as the re-solves do).
+often the prices order a pair of pools of one instance as the re-solves do), by default to
+bench-results/prices.md (not committed; `--out benchmarks/results/prices.md` rewrites the
+committed one).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from horizon_opt.whatif import Change, changed_instance
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+# Without --out, results go to bench-results/ (ignored by git): a run never rewrites the
+# committed benchmarks/results/ unless told to with --out.
+DEFAULT_OUT = ROOT / "bench-results" / "prices.md"
 INSTANCES = [
     "demo",
     "enterprise-small-s0",
@@ -173,7 +178,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--time-limit", type=float, default=30.0, help="seconds per cpsat solve")
     ap.add_argument("--instances", nargs="+", default=INSTANCES)
-    ap.add_argument("--output", type=Path, default=HERE / "results" / "prices.md")
+    ap.add_argument("--out", "--output", dest="output", type=Path, default=DEFAULT_OUT)
     a = ap.parse_args()
     started = time.perf_counter()
     rows = [row for name in a.instances for row in run(name, a.time_limit)]

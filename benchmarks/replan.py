@@ -7,6 +7,8 @@ if that plan ran as planned (`state.state_at`); then on that state (a) `replan` 
 pwo and gap against the better of their two proven bounds.
 
     .venv/bin/python benchmarks/replan.py --instances enterprise-large-s0 deadline-large-s0
+
+Writes bench-results/replan.md (not committed) unless `--out` names another file.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from horizon_opt.solvers import Progress
 from horizon_opt.state import state_at
 
 HERE = Path(__file__).resolve().parent
+# Without --out, results go to bench-results/ (ignored by git): a run never rewrites the
+# committed benchmarks/results/ unless told to with --out.
+DEFAULT_OUT = HERE.parent / "bench-results" / "replan.md"
 
 
 def run(name: str, cold: float, warm: float, workers: int) -> dict[str, Any]:
@@ -77,7 +82,7 @@ def main() -> None:
     ap.add_argument("--cold", type=float, default=120.0)
     ap.add_argument("--warm", type=float, default=20.0)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=HERE / "results" / "replan.md")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     a = ap.parse_args()
     rows = []
     for name in a.instances:
@@ -105,6 +110,7 @@ def main() -> None:
             f"{100 * (r['warm_gap'] - r['cold_gap']):+.1f} pp |"
         )
     text = "\n".join(lines) + "\n"
+    a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(text)
     print(text)
 

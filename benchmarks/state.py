@@ -10,7 +10,8 @@ equal before they are timed.
 
     .venv/bin/python benchmarks/state.py
 
-Writes a markdown table (default: benchmarks/results/state.md). Under a minute.
+Writes a markdown table (default: bench-results/state.md, not committed; `--out
+benchmarks/results/state.md` rewrites the committed one). Under a minute.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from horizon_opt.spec import PlacedSpec
 from horizon_opt.state import placed_spec, with_placed, without_jobs
 
 ROOT = Path(__file__).resolve().parent.parent
+# Without --out, results go to bench-results/ (ignored by git): a run never rewrites the
+# committed benchmarks/results/ unless told to with --out.
+DEFAULT_OUT = ROOT / "bench-results" / "state.md"
 INSTANCES = ["enterprise-medium-s0", "enterprise-large-s0"]
 STATES = 8
 REPEATS = 5
@@ -101,7 +105,7 @@ def _row(name: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/state.md")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     rows = [_row(name) for name in INSTANCES]
     lines = [
@@ -120,6 +124,7 @@ def main() -> None:
             f"| {r['instance']} | {r['jobs']} | {r['kept']} | {r['running']} "
             f"| {r['round trip ms']:.2f} | {r['fast ms']:.2f} | {r['ratio']:.1f}x |"
         )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -14,7 +14,8 @@ the jobs, half the slots) and of jobs x nodes (16x): a step linear in jobs x slo
 
     .venv/bin/python benchmarks/steps.py
 
-Writes a markdown table (default: benchmarks/results/steps.md). About 10 minutes.
+Writes a markdown table (default: bench-results/steps.md, not committed; `--out
+benchmarks/results/steps.md` rewrites the committed one). About 10 minutes.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ from horizon_opt.solvers.listsched import inherited_ranks, priority_large_first
 from horizon_opt.solvers.window import COMPILED_FROM, first_window_numpy, search
 
 ROOT = Path(__file__).resolve().parent.parent
+# Without --out, results go to bench-results/ (ignored by git): a run never rewrites the
+# committed benchmarks/results/ unless told to with --out.
+DEFAULT_OUT = ROOT / "bench-results" / "steps.md"
 SIZES = ["small", "medium", "large", "xl", "xxl"]
 TIME_LIMITS = {"small": 20, "medium": 60, "large": 120, "xl": 300, "xxl": 600}  # suite-scale.yaml
 EJECT_TRIES = 200
@@ -108,7 +112,7 @@ def _steps(size: str, folder: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=SIZES, choices=SIZES)
-    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks/results/steps.md")
+    parser.add_argument("--out", "--output", dest="output", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     rows: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -9,7 +9,8 @@ deterministic budget (`repeatable`), so a rerun gives the same plans under any l
 
     .venv/bin/python benchmarks/teams.py --size medium --seeds 0 1 2 --jobs 2
 
-Results: `benchmarks/results/teams.md` (and `.csv`) unless `--out` says otherwise.
+Results: `bench-results/teams.md` (and `.csv`; not committed) unless `--out` says otherwise
+(`--out benchmarks/results/teams.md` rewrites the committed ones).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+# Without --out, results go to bench-results/ (ignored by git): a run never rewrites the
+# committed benchmarks/results/ unless told to with --out.
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "bench-results" / "teams.md"
 FAMILIES = ("enterprise-teams", "trace-teams")
 SOLVERS = ("backfill", "greedy", "cpsat")
 TIME_LIMITS = {"small": 10.0, "medium": 60.0, "large": 120.0}
@@ -96,7 +100,7 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel")
     parser.add_argument("--solvers", nargs="+", default=list(SOLVERS))
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/teams.md"))
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     limit = TIME_LIMITS[args.size]
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,7 +1,7 @@
 """Teams in the loop: does each team get its quota share of what really ran?
 
-Replays backfill and cpsat@event in the synthetic worlds of seeds 0..N-1 of an instance with
-teams (one worker, repeatable), and reads each team's realized GPU-hours from the plan of what
+Replays backfill and cpsat@event in the worlds of seeds 0..N-1 (`--world`, by default the
+cluster world) of an instance with teams (one worker, repeatable), and reads each team's realized GPU-hours from the plan of what
 ran (`simulate.audit`). A team has enough work when its jobs' GPU-hours (at their fastest pool)
 reach its quota share of the GPU-hours all teams ran; such a team meets the issue's target when
 its realized share is at least 90% of its quota share (a team may hold more: it borrows what the
@@ -36,7 +36,8 @@ from horizon_opt.params import LOOP
 from horizon_opt.simulate.audit import Audit, actual_spec, ran_plan
 from horizon_opt.simulate.engine import replay
 from horizon_opt.simulate.policy import policy
-from horizon_opt.simulate.world import Noise, draw_world
+from horizon_opt.simulate.world import Noise
+from horizon_opt.simulate.worlds import WORLDS, world_for
 from horizon_opt.teams import quota_profile
 
 HERE = Path(__file__).resolve().parent
@@ -85,10 +86,10 @@ def waits_within_quota(inst: ho.Instance, audit: Audit) -> dict[str, tuple[int, 
     return {name: (kept, full, idle) for name, (kept, full, idle) in out.items()}
 
 
-def run(path: str, seed: int, seconds: float) -> list[dict[str, Any]]:
-    """One row per policy and team in the world of `seed`."""
+def run(path: str, seed: int, seconds: float, kind: str) -> list[dict[str, Any]]:
+    """One row per policy and team in the world of kind `kind` and seed `seed`."""
     inst = ho.load_instance(HERE.parent / path)
-    world = draw_world(inst, Noise(), seed)
+    world = world_for(inst, kind, seed, Noise())
     options = ho.SolveOptions(time_limit=seconds, workers=1, seed=0, params=LOOP)
     every = freeze = -(-120 // inst.slot_minutes)
     work: dict[str, float] = defaultdict(float)
@@ -128,14 +129,14 @@ def _met(row: dict[str, Any]) -> bool:
     return bool(row["share"] >= TARGET * row["quota_share"])
 
 
-def report(path: str, rows: list[dict[str, Any]], seconds: float, command: str) -> str:
+def report(path: str, rows: list[dict[str, Any]], seconds: float, kind: str, command: str) -> str:
     seeds = sorted({r["seed"] for r in rows})
     lines = [
         f"# Teams in the loop: `{Path(path).name}`, {len(seeds)} worlds",
         "",
         f"From `{command}`.",
         "",
-        f"cpsat one worker, {seconds:g} s per plan (repeatable); synthetic world ({Noise()}). "
+        f"cpsat one worker, {seconds:g} s per plan (repeatable); {_world(kind)}. "
         f"A team with enough work meets the target when its realized share of GPU-hours is at "
         f"least {TARGET:.0%} of its quota share.",
         "",
@@ -173,22 +174,27 @@ def report(path: str, rows: list[dict[str, Any]], seconds: float, command: str) 
     return "\n".join(lines) + "\n"
 
 
+def _world(kind: str) -> str:
+    return f"synthetic world ({Noise()})" if kind == "synthetic" else f"{kind} world"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--instance", default="instances/teams.yaml", help="relative to the checkout")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--world", choices=WORLDS, default="cluster")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     n = args.seeds
     with ProcessPoolExecutor(args.jobs) as pool:
-        parts = pool.map(run, [args.instance] * n, range(n), [args.seconds] * n)
+        parts = pool.map(run, [args.instance] * n, range(n), [args.seconds] * n, [args.world] * n)
         rows = [row for part in parts for row in part]
     command = ".venv/bin/python benchmarks/teams_loop.py " + " ".join(
         shlex.quote(a) for a in sys.argv[1:]
     )
-    text = report(args.instance, rows, args.seconds, command)
+    text = report(args.instance, rows, args.seconds, args.world, command)
     if args.out is not None:
         args.out.write_text(text)
     print(text)

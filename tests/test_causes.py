@@ -397,8 +397,8 @@ def test_inference_reserved_under_fifo() -> None:
         "j": (
             "inference-reserved",
             "the plan's inference reservation (how many replicas, on which nodes) leaves it no "
-            "room from slot 0 to its deadline (slot 3); with the forecast requirement placed to "
-            "suit it, it could start at slot 1 on a",
+            "room from slot 0 to its deadline (slot 3); with the plan's other jobs where they are "
+            "and the forecast requirement placed to suit it, it could start at slot 1 on a",
         )
     }
     # Same cause by hand, from the static peak layout with nothing placed.
@@ -436,8 +436,9 @@ def test_inference_reserved_on_the_fifo_trough() -> None:
         "big": (
             "inference-reserved",
             "the plan's inference reservation (how many replicas, on which nodes) leaves it no "
-            "room from slot 0 to the end of the horizon (slot 6); with the forecast requirement "
-            "placed to suit it, it could start at slot 1 on a",
+            "room from slot 0 to the end of the horizon (slot 6); with the plan's other jobs where "
+            "they are and the forecast requirement placed to suit it, it could start at slot 1 on "
+            "a",
         )
     }
 
@@ -464,8 +465,8 @@ def test_inference_reserved_where_the_replicas_sit(solver: str) -> None:
         "j": (
             "inference-reserved",
             "the plan's inference reservation (how many replicas, on which nodes) leaves it no "
-            "room from slot 0 to its deadline (slot 3); with the forecast requirement placed to "
-            "suit it, it could start at slot 0 on a",
+            "room from slot 0 to its deadline (slot 3); with the plan's other jobs where they are "
+            "and the forecast requirement placed to suit it, it could start at slot 0 on a",
         )
     }
 

@@ -85,3 +85,36 @@ def test_the_api_reference_lists_every_public_name() -> None:
     text = (ROOT / "docs" / "api" / "index.md").read_text()
     missing = [name for name in ho.__all__ if f"`{name}`" not in text]
     assert missing == []
+
+
+def test_the_run_configuration_page_lists_every_field() -> None:
+    """docs/run-config.md is the reference of `horizon-opt run`'s configuration: every field of
+    every section is in it."""
+    from horizon_opt.service.config import KueueSettings, RunConfig, SlurmSettings, Source
+
+    text = (ROOT / "docs" / "run-config.md").read_text()
+    models: list[type] = [RunConfig, SlurmSettings, KueueSettings, Source]
+    missing = [f for m in models for f in m.model_fields if f"| `{f}` |" not in text]
+    assert missing == []
+
+
+GLOSSARY = [
+    "pool",
+    "horizon",
+    "slot",
+    "placed",
+    "pwo",
+    "realized pwo",
+    "oracle rung",
+    "SLO",
+    "LNS",
+    "deterministic time",
+    "hint",
+    "open end",
+    "measured window",
+]
+
+
+def test_the_glossary_defines_the_words_the_guides_use() -> None:
+    terms = re.findall(r"^\*\*(.+?)\*\*", (ROOT / "docs" / "glossary.md").read_text(), re.M)
+    assert [t for t in GLOSSARY if t not in terms] == []

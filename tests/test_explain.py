@@ -19,6 +19,7 @@ import functools
 import io
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,10 @@ from horizon_opt.export.explanations import (
     format_explanations,
     format_one,
 )
-from horizon_opt.inference import plan_layout
+from horizon_opt.inference import Layout, elastic_layout, plan_layout
 from horizon_opt.io import parse_spec
 from horizon_opt.plan import Assignment, Unscheduled
-from horizon_opt.solvers.assemble import Placement, build_plan
+from horizon_opt.solvers.assemble import Placement, build_plan, plan_placements
 from horizon_opt.solvers.causes import Code
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 
@@ -530,12 +531,40 @@ def moved_plan(
     return build_plan(inst, "moved", placements, layout, reasons, started=time.perf_counter())
 
 
+def relaid_plan(
+    inst: ho.Instance, plan: ho.Plan, job: str, pool_name: str, start: int, moves: tuple[str, ...]
+) -> ho.Plan:
+    """`plan` without `moves`, `job` at `start` on the first nodes of `pool_name` that no kept
+    job uses during its run, and the replicas packed anew around all of them (the elastic
+    layout of what the batch work leaves)."""
+    gone = {job, *moves}
+    keep = [p for p in plan_placements(inst, plan) if inst.jobs[p.job].id not in gone]
+    j, pool = inst.job_index[job], inst.pools[inst.pool_index[pool_name]]
+    gang, end = inst.jobs[j].gangs[pool.index], start + inst.jobs[j].durations[pool.index]
+    held = np.zeros((inst.num_nodes, inst.slots), dtype=np.int64)
+    for p in keep:
+        held[list(p.nodes), p.start : p.end(inst)] += p.gpus_per_node(inst)
+    nodes = [
+        n
+        for n in range(pool.first_node, pool.first_node + pool.nodes)
+        if inst.up[n, start:end].all() and not held[n, start:end].any()
+    ][: gang.nodes]
+    assert len(nodes) == gang.nodes, f"{job}: no whole nodes at slot {start} on {pool_name}"
+    placements = [*keep, Placement(j, pool.index, start, tuple(nodes))]
+    held[nodes, start:end] += gang.gpus_per_node
+    packed = elastic_layout(replace(inst, held=held))
+    layout = Layout(packed.replicas, packed.free + held)
+    reasons = unscheduled_causes(inst, placements, layout)
+    return build_plan(inst, "relaid", placements, layout, reasons, started=time.perf_counter())
+
+
 def assert_move_is_valid(
     inst: ho.Instance, plan: ho.Plan, r: JobExplanation, window: bool = False
 ) -> None:
     """Take out `insert_moves` and put the job at `insert_at` (or, with `window`, the same for
     the best window of `priority_needed`): the checker accepts the plan and the job is on time;
-    only work worth less than the job (or no more than the threshold) has moved."""
+    only work worth less than the job (or no more than the threshold) has moved. When its
+    windows place the inference replicas to suit it, they are packed anew (`relaid_plan`)."""
     values = {j.id: j.value for j in inst.jobs}
     if window:
         assert r.window_start is not None and r.window_pool is not None
@@ -547,7 +576,8 @@ def assert_move_is_valid(
         assert r.insert_at is not None and r.insert_pool is not None
         at, pool, moves = r.insert_at, r.insert_pool, r.insert_moves
         assert all(values[m] < r.value for m in moves), r
-    moved = moved_plan(inst, plan, r.job, pool, at, moves)
+    make = relaid_plan if r.inference_moved else moved_plan
+    moved = make(inst, plan, r.job, pool, at, moves)
     assert ho.check(inst, moved) == [], r
     on_time = {x.job for x in explain(inst, moved) if x.status == "on-time"}
     assert r.job in on_time

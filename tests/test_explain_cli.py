@@ -102,16 +102,22 @@ def test_an_invalid_plan_is_refused(plan_file: Path, tmp_path: Path) -> None:
     assert not target.exists()
 
 
-def test_a_priority_threshold_says_what_the_work_in_the_way_is_worth_together(
+def test_a_priority_threshold_is_one_by_one_and_never_what_an_optimal_plan_needs(
     tmp_path: Path,
 ) -> None:
     """One by one, priority 5.25 outranks each job in pretrain-code-3b's way; together they are
-    worth 1,708 against its 1,024 (priority 4): only above 4 x 1708 / 1024 = 6.67 does it
-    outweigh them all, and the output says so rather than letting 5.25 pass for enough."""
+    worth 1,708 against its 1,024. Explain used to add "only above priority 6.67 ... as a plan
+    that maximizes pwo needs", yet at priority 6.0 a proven optimal plan runs the job: the work
+    can move elsewhere rather than out. It states the comparison and the sum, no such priority."""
     inst = ho.load_instance(DEMO)
     plan = tmp_path / "greedy.json"
     ho.solve(inst, "greedy").write(plan)
     result = runner.invoke(app, ["explain", str(DEMO), str(plan), "--job", "pretrain-code-3b"])
     assert result.exit_code == 0, result.output
-    assert "one by one" in result.stdout and "what cpsat maximizes" in result.stdout
-    assert "worth 1,708, more than its 1,024: only above priority 6.67" in result.stdout
+    out = result.stdout
+    assert "with priority above 5.25 (now 4)" in out and "one by one" in out
+    assert "not a promise of any solver" in out
+    assert "together that work is worth 1,708, more than its 1,024" in out
+    assert "6.67" not in out and "only above priority" not in out and "pwo needs" not in out
+    whole = runner.invoke(app, ["explain", str(DEMO), str(plan)]).stdout
+    assert "only above priority" not in whole and "pwo needs" not in whole

@@ -56,11 +56,12 @@ def test_static_peak_reservation_keeps_the_trough(fifo: Any) -> None:
     # big (4 GPUs) needs a whole free node and never finds one: unscheduled. It does not hold
     # back small (2 GPUs, 3 slots), which starts at 0 on a-1's lowest GPU indices.
     assert runs(plan) == {"small": ("a", 0, 3, {"a-1": [0, 1]})}
-    # With req only, a-1 is free at slots 1-4 (req 1 at slot 1 fits on a-0): big could start at 1.
+    # With req only, a-0 is free at slots 1-2 (req 1 at slot 1 fits on a-1 beside small): big could
+    # start at 1, small kept.
     assert reasons(plan)["big"] == (
         "the plan's inference reservation (how many replicas, on which nodes) leaves it no room "
-        "from slot 0 to the end of the horizon (slot 6); with the forecast requirement placed to "
-        "suit it, it could start at slot 1 on a"
+        "from slot 0 to the end of the horizon (slot 6); with the plan's other jobs where they are "
+        "and the forecast requirement placed to suit it, it could start at slot 1 on a"
     )
     m = evaluate(inst, plan)
     # 18 replica-slots planned against 8 forecast: (18 - 8) * 2 GPUs * 1 h idle

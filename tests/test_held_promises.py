@@ -129,7 +129,18 @@ def test_cli_simulate_keeps_promises(tmp_path: Path) -> None:
     path = tmp_path / "rush.yaml"
     path.write_text(yaml.safe_dump(RUSH, sort_keys=False))
     out = tmp_path / "out"
-    args = ["simulate", str(path), "-o", str(out), "-t", "1", "--noise", "none"]
+    args = [
+        "simulate",
+        str(path),
+        "-o",
+        str(out),
+        "-t",
+        "1",
+        "--world",
+        "synthetic",
+        "--noise",
+        "none",
+    ]
     args += ["--policy", "cpsat@event", "--keep-promises", "3", "--no-charts"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

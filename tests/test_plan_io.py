@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from horizon_opt import io
+from horizon_opt.cli import app
 from horizon_opt.errors import PlanError
 from horizon_opt.instance import Instance
 from horizon_opt.metrics import evaluate
@@ -205,3 +207,31 @@ def test_plan_missing_file(tmp_path: Path) -> None:
     with pytest.raises(PlanError) as info:
         Plan.read(path)
     assert info.value.problems == [f"{path}: cannot read: No such file or directory"]
+
+
+def test_an_unscheduled_job_without_a_code_is_written_without_one(tiny_plan_dict: Data) -> None:
+    """FORMAT.md: `code` may be omitted; a plan never writes `"code": null` (the audit of a
+    replay, whose never-run jobs have no cause code, included)."""
+    tiny_plan_dict["unscheduled"] = [
+        {"job": "x", "reason": "never ran: no decision started it within the horizon"},
+        {"job": "y", "reason": "runs after x", "code": "predecessor-unplanned"},
+    ]
+    plan = Plan.parse(tiny_plan_dict)
+    written = json.loads(plan.to_json())["unscheduled"]
+    assert written == tiny_plan_dict["unscheduled"]
+    assert Plan.parse(json.loads(plan.to_json())) == plan
+
+
+def test_a_replay_audit_writes_no_null_code(tmp_path: Path, tiny_spec: Data) -> None:
+    tiny_spec["jobs"].append({"id": "never", "priority": 1, "gpus": 4, "duration": {"a": 9}})
+    path = tmp_path / "tiny.yaml"
+    path.write_text(json.dumps(tiny_spec))
+    out = tmp_path / "out"
+    args = ["simulate", str(path), "-o", str(out), "-t", "1", "--policy", "backfill"]
+    args += ["--no-charts", "--world", "synthetic", "--noise", "early=0,fail=0,demand=0"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = (out / "backfill.ran.json").read_text()
+    unscheduled = json.loads(text)["unscheduled"]
+    assert "never" in [u["job"] for u in unscheduled]
+    assert all("code" not in u for u in unscheduled) and '"code": null' not in text

@@ -107,7 +107,7 @@ def test_simulate_reports_reclaims_by_team(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(RECLAIM))
     out = tmp_path / "out"
     args = ["simulate", str(path), "-o", str(out), "-t", "1", "--policy", "backfill"]
-    args += ["--no-charts", "--noise", "early=0,fail=0,demand=0"]
+    args += ["--no-charts", "--world", "synthetic", "--noise", "early=0,fail=0,demand=0"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     actual = ho.load_instance(out / "backfill.actual.yaml")

@@ -82,7 +82,18 @@ def test_the_cli_reports_the_window(tmp_path: Path) -> None:
     path = tmp_path / "late.yaml"
     path.write_text(yaml.safe_dump(LATE))
     out = tmp_path / "sim"
-    args = ["simulate", str(path), "--policy", "backfill", "--noise", "none", "-o", str(out)]
+    args = [
+        "simulate",
+        str(path),
+        "--policy",
+        "backfill",
+        "--world",
+        "synthetic",
+        "--noise",
+        "none",
+        "-o",
+        str(out),
+    ]
     result = runner.invoke(app, [*args, "--window", "30-40", "--no-charts"])
     assert result.exit_code == 0, result.output
     assert "window 30-40 h" in result.output

@@ -11,6 +11,7 @@ from conftest import build
 
 from horizon_opt.instance import Instance
 from horizon_opt.simulate import World, policy, replay
+from horizon_opt.simulate.predictions import PredictionLog
 from horizon_opt.simulate.runtimes import Predicted, RunTimes
 from horizon_opt.snapshot import Running
 from horizon_opt.solvers import SolveOptions
@@ -207,3 +208,64 @@ def test_a_planned_start_takes_back_what_a_bet_on_borrowed_time_holds() -> None:
     assert (runs["big"], runs["next"]) == ((1, 5, "preempted"), (5, 6, "completed"))
     base = replay(inst, w, policy("backfill", 4, 4), FAST)
     assert (base.realized_pwo, base.preemptions) == (36, 0)
+
+
+def test_each_gang_class_learns_from_its_own_runs_once_it_has_enough() -> None:
+    """Singles ran 0.2 of their limits and all completed; gangs ran 0.8 and one of two failed.
+    With 2 runs needed, a class with fewer takes all runs (median 0.5) and counts as sure."""
+    rt = RunTimes(0.5, 2)
+    rt.observe(2, 10, "single", completed=True)
+    rt.observe(8, 10, "gang", completed=False)
+    assert (rt.ratio("single"), rt.ratio("gang"), rt.success("gang")) == (0.5, 0.5, 1.0)
+    rt.observe(2, 10, "single", completed=True)
+    rt.observe(8, 10, "gang", completed=True)
+    assert (rt.ratio("single"), rt.ratio("gang")) == (pytest.approx(0.2), pytest.approx(0.8))
+    assert (rt.success("single"), rt.success("gang"), rt.ratio()) == (1.0, 0.5, 0.5)
+    assert rt.ratio_after(0.5, "gang") == pytest.approx(0.8)  # both gang runs ran past half
+    lost = RunTimes(0.5, 2)
+    for _ in range(2):
+        lost.observe(8, 10, "gang", completed=False)
+    assert lost.success("gang") == 0.25  # none completed: counted as half a run of two
+
+
+# A 1-GPU job and a 2-GPU gang (limits 4, priority 1) on one 4-GPU node.
+KINDS = {
+    "name": "kinds",
+    "horizon": {"slots": 8, "slot_minutes": 60},
+    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 4}],
+    "jobs": [
+        {"id": "one", "priority": 1, "gpus": 1, "duration": 4},
+        {"id": "pair", "priority": 1, "gpus": 2, "duration": 4},
+    ],
+}
+
+
+def test_risk_plans_each_class_on_its_run_times_and_its_completed_share() -> None:
+    """Learned as above: `one` on 0.2 of its limit (1 slot), worth all of its priority; `pair`
+    on 0.8 (3.2 slots, rounded up to 4) worth half (half the gangs completed)."""
+    rt = RunTimes(0.5, 2)
+    for klass, ran, ok in (("single", 2, True), ("single", 2, True)):
+        rt.observe(ran, 10, klass, ok)
+    for ok in (True, False):
+        rt.observe(8, 10, "gang", ok)
+    told = Predicted(build(KINDS)).told(rt, {}, predict={0, 1}, discount=False, by_class=True)
+    assert [(j.durations, j.priority) for j in told.jobs] == [({0: 1}, 1.0), ({0: 4}, 0.5)]
+
+
+def test_the_prediction_log_judges_planned_against_ran() -> None:
+    """Planned 4, 4, 2 slots; ran 2, 4, 3 (a fourth run preempted, left out): errors 2, 0, 1
+    slots, median 1 slot = 0.5 h at 30-minute slots; one of three ran longer than planned."""
+    log = PredictionLog()
+    for job, planned in enumerate((4, 4, 2, 6)):
+        log.started(job, planned)
+    log.stopped(3)
+    for job, ran in enumerate((2, 4, 3)):
+        log.ended(job, ran)
+    assert log.figures(0.5) == (0.5, pytest.approx(1 / 3))
+    assert PredictionLog().figures(1.0) == (0.0, 0.0)
+
+
+def test_a_risk_policy_is_an_expect_policy_learned_by_class() -> None:
+    p = policy("cpsat-risk@event", 4, 2)
+    assert (p.risk, p.expect, p.at_events) == (True, 0.5, True)
+    assert not policy("cpsat-expect", 4, 2).risk

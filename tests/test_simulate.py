@@ -632,7 +632,7 @@ def test_cli_simulate_writes_the_results(tmp_path: Path) -> None:
     assert [p["policy"] for p in parsed] == ["fifo", "backfill", "greedy"]
     summary = (out / "summary.md").read_text()
     assert summary.startswith("# toy: closed-loop replay")
-    assert "world: synthetic (early=0.7,fail=0.1,demand=0.1), seed 0" in summary
+    assert "world: cluster, seed 0;" in summary
     assert summary.count("\n| ") == 2 + 3  # header, separator, one row per policy
     assert (out / "realized.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "# toy: closed-loop replay" in result.stdout
@@ -645,6 +645,8 @@ def test_cli_simulate_no_charts_and_no_noise(tmp_path: Path) -> None:
         out,
         "--policy",
         "fifo, greedy-open",
+        "--world",
+        "synthetic",
         "--noise",
         "none",
         "--no-charts",
@@ -667,14 +669,17 @@ def test_cli_simulate_no_charts_and_no_noise(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "fragment"),
     [
-        (["--noise", "early=2"], "--noise: early must be from 0 to 1"),
-        (["--noise", "loud=1"], "--noise: 'loud=1' is not one of"),
+        (["--world", "synthetic", "--noise", "early=2"], "--noise: early must be from 0 to 1"),
+        (["--world", "trace", "--noise", "loud=1"], "--noise: 'loud=1' is not one of"),
+        (["--noise", "none"], "--noise: the cluster world draws its own noise"),
+        (["--world", "cluster", "--noise", "none"], "--noise: the cluster world draws its own"),
         (["--policy", "fifo,nope"], "--policy: unknown policy 'nope'"),
         (["--policy", " , "], "--policy: name at least one policy"),
         (["--replan-every", "2x"], "--replan-every: not a duration: '2x'"),
         (["--freeze", "soon"], "--freeze: not a duration: 'soon'"),
         (["--world", "mars"], "--world: unknown world 'mars'"),
         (["--world", "trace", "--actual", "w.yaml"], "--actual: a world file replaces"),
+        (["--world", "cluster", "--actual", "w.yaml"], "--actual: a world file replaces"),
     ],
 )
 def test_cli_simulate_bad_options(tmp_path: Path, extra: list[str], fragment: str) -> None:

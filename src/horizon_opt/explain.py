@@ -26,6 +26,7 @@ from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.diagnosis import Diagnosis
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
 from horizon_opt.solvers.listsched import earliest_end
+from horizon_opt.solvers.relaid import beside, must_move
 from horizon_opt.solvers.residual import residual_instance
 
 Status = Literal["on-time", "late", "not-planned", "running", "reserved"]
@@ -63,8 +64,11 @@ class JobExplanation:
     every job in the way at its best window (`window_start` on `window_pool`), or None with
     `no_priority` saying why none is enough (for a job waiting on its predecessors: what must
     happen first, or why nothing can). Outranking is by value (priority x work), a job in the
-    way counting with what runs after it (`Diagnosis.worth`): what cpsat maximizes. Solvers that
-    order by priority or arrival alone (greedy, fifo) may still leave the job out.
+    way counting with what runs after it (`Diagnosis.worth`). It is a comparison of the job
+    with each job in its way, one by one, not a promise of any solver: greedy and fifo order by
+    their own rules, and a plan that maximizes pwo may move that work elsewhere or keep it.
+    `inference_moved`: the plan's inference layout leaves the job no room in time even with
+    every batch job moved, so these windows place the inference requirement to suit it too.
     """
 
     job: str
@@ -89,6 +93,7 @@ class JobExplanation:
     window_pool: str | None = None
     window_moves: tuple[str, ...] = ()
     no_priority: str | None = None
+    inference_moved: bool = False
 
     @property
     def waits(self) -> int | None:
@@ -225,26 +230,62 @@ class _Explainer:
             )
         return self._grids[threshold]
 
-    def best_window(self, j: int) -> tuple[float, Fit] | None:
+    def relaid(self, j: int) -> bool:
+        """Whether the plan's inference layout leaves job j no room in time even with every
+        batch job moved: its windows then place the inference requirement to suit it."""
+        job, latest = self.inst.jobs[j], self.inst.windows[j].latest_end
+        return earliest_start(self.diagnosis.reserved, job, self.diagnosis.ready(j), latest) is None
+
+    def fit_above(self, threshold: float, j: int, relaid: bool) -> Fit | None:
+        """Job j's earliest window in time with the plan's inference, the jobs it runs after and
+        its other jobs worth more than `threshold` kept (`relaid`: the jobs kept, and the
+        inference requirement placed to suit it)."""
+        job, latest = self.inst.jobs[j], self.inst.windows[j].latest_end
+        ready = self.diagnosis.ready(j)
+        if not relaid:
+            return earliest_start(self._without_below(threshold, j), job, ready, latest)
+        before = self._ancestors(j)
+        keep = (
+            p
+            for p in self.placements
+            if p.job != j and (self.diagnosis.worth(p.job) > threshold or p.job in before)
+        )
+        return beside(self.inst, keep).earliest_start(job, ready, latest)
+
+    def best_window(self, j: int, relaid: bool) -> tuple[float, Fit] | None:
         """The lowest value v such that the job fits in time with only the jobs worth more
         than v left in place, and that fit (a bisection: fewer jobs left, more room)."""
-        job = self.inst.jobs[j]
-        ready, latest = self.diagnosis.ready(j), self.inst.windows[j].latest_end
         lo, hi = 0, len(self.values)  # thresholds values[0..]; hi: every batch job moved
         fit: tuple[float, Fit] | None = None
         while lo < hi:
             mid = (lo + hi) // 2
-            found = earliest_start(self._without_below(self.values[mid], j), job, ready, latest)
+            found = self.fit_above(self.values[mid], j, relaid)
             if found is None:
                 lo = mid + 1
             else:
                 hi, fit = mid, (self.values[mid], found)
         return fit
 
-    def moves(self, fit: Fit, j: int, threshold: float) -> tuple[str, ...]:
+    def moves(self, fit: Fit, j: int, threshold: float, relaid: bool) -> tuple[str, ...]:
         """The jobs that must move for j to run at `fit`, most valuable first: of the jobs on its
         nodes during it worth at most `threshold`, those that do not fit back beside j (tried
-        from the most valuable down), and the planned jobs that run after those."""
+        from the most valuable down; `relaid`: `relaid.must_move`), and the planned jobs that
+        run after those."""
+        if relaid:
+            before = self._ancestors(j)
+            moved = must_move(
+                self.inst,
+                self.placements,
+                j,
+                fit,
+                lambda q: self.diagnosis.worth(q) <= threshold and q not in before,
+                self.diagnosis.rank,
+            )
+        else:
+            moved = self._moved_beside_layout(fit, j, threshold)
+        return self._with_successors(moved)
+
+    def _moved_beside_layout(self, fit: Fit, j: int, threshold: float) -> set[int]:
         inst, job = self.inst, self.inst.jobs[j]
         start, end = fit.start, fit.start + job.durations[fit.pool]
         need = job.gangs[fit.pool].gpus_per_node
@@ -268,7 +309,13 @@ class _Explainer:
                 free[rows, cols] -= uses  # it stays
             else:
                 moved.add(q)
-        stack = list(moved)  # what runs after a moved job moves too (all worth no more)
+        return moved
+
+    def _with_successors(self, moved: set[int]) -> tuple[str, ...]:
+        """The job ids of `moved` and of the planned jobs that run after them, most valuable
+        first (what runs after a moved job moves too, all worth no more)."""
+        inst, moved = self.inst, set(moved)
+        stack = list(moved)
         while stack:
             for q in inst.successors[stack.pop()]:
                 if q in self.diagnosis.placed and q not in moved:
@@ -347,29 +394,25 @@ class _Explainer:
                 "window_start": here["start"],
                 "window_pool": here["pool"],
             }
-        job = self.inst.jobs[j]
-        out: dict[str, Any] = {}
-        insert = earliest_start(
-            self._without_below(_just_below(job.value), j),
-            job,
-            self.diagnosis.ready(j),
-            self.inst.windows[j].latest_end,
-        )
+        job, relaid = self.inst.jobs[j], self.relaid(j)
+        out: dict[str, Any] = {"inference_moved": relaid}
+        below = _just_below(job.value)
+        insert = self.fit_above(below, j, relaid)
         if insert is not None:
             out |= {
                 "insert_at": insert.start,
                 "insert_pool": pools[insert.pool].name,
-                "insert_moves": self.moves(insert, j, _just_below(job.value)),
+                "insert_moves": self.moves(insert, j, below, relaid),
             }
-        best = self.best_window(j)
-        if best is None:  # cannot happen past the inference check, but never a made-up number
+        best = self.best_window(j, relaid)
+        if best is None:  # cannot happen past the causes' checks, but never a made-up number
             return out | {"no_priority": "no window fits even with every batch job moved"}
         threshold, fit = best
         return out | {
             "priority_needed": threshold / job.work_hours,
             "window_start": fit.start,
             "window_pool": pools[fit.pool].name,
-            "window_moves": self.moves(fit, j, threshold),
+            "window_moves": self.moves(fit, j, threshold, relaid),
         }
 
 

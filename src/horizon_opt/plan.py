@@ -271,12 +271,16 @@ class Plan(_Model):
 
     def to_json(self) -> str:
         """Strict JSON: a NaN or infinity (only code that skips validation can put one in) is a
-        bug to report, not output to write. `churn` is written only by re-plans, and
-        `bound_source` only with a bound."""
+        bug to report, not output to write. `churn` is written only by re-plans, `bound_source`
+        only with a bound, and an unscheduled job's `code` only when it has one (FORMAT.md: it may
+        be omitted; never written as `null`)."""
         data = self.model_dump(mode="json", exclude_none=False)
         for optional in ("churn", "bound_source"):
             if data[optional] is None:
                 del data[optional]
+        for entry in data["unscheduled"]:
+            if entry["code"] is None:
+                del entry["code"]
         try:
             return json.dumps(data, indent=1, allow_nan=False) + "\n"
         except ValueError as exc:

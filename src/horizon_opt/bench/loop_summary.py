@@ -113,11 +113,18 @@ def _med(
     return median([float(v) for v in values if v is not None])
 
 
+def _sum(rows: Sequence[LoopRow], value: Callable[[LoopRow], float | None]) -> float | None:
+    """The total of a figure over the rows that have it (None when none has)."""
+    values = [v for v in (value(r) for r in rows) if v is not None]
+    return float(sum(values)) if values else None
+
+
 def policy_table(rows: Sequence[LoopRow], top: str, order: Sequence[str], base: str) -> str:
     """Per family, world and policy: medians of realized pwo, of the per-run ratios to the base
     policy (and in the measured window: median, worst, and in how many runs above it) and to
     the top rung, SLO shortfall, preemptions, GPU-hours lost, the error of starts
-    promised 2 h or more ahead, and plan time."""
+    promised 2 h or more ahead (of their P50 too, and the share started by their P90), the
+    starved jobs of all runs, and plan time."""
     lines: list[list[str]] = []
     for (family, world), runs in runs_by_group(rows).items():
         for p in order:
@@ -140,12 +147,16 @@ def policy_table(rows: Sequence[LoopRow], top: str, order: Sequence[str], base: 
                     _fmt(_med(runs, p, lambda r: r.preemptions), "g"),
                     _fmt(_med(runs, p, lambda r: r.lost_gpu_hours), ",.0f"),
                     _fmt(_med(runs, p, lambda r: r.promise_error_hours), ".1f"),
+                    _fmt(_med(runs, p, lambda r: r.promise_p50_error_hours), ".1f"),
+                    _fmt(_med(runs, p, lambda r: r.promise_p90_coverage), ".0f", 100, "%"),
+                    _fmt(_sum([r[p] for r in done], lambda r: r.starved), "g"),
                     f"{_fmt(_med(runs, p, lambda r: r.solver_seconds), '.1f')} / {plan_max:.1f}",
                 ]
             )
     header = ["family", "world", "policy", "runs", "realized pwo", f"vs {base}"]
     header += [f"window vs {base} (median / worst, runs above)"]
     header += [f"share of {top}", "SLO short", "preemptions", "GPU-h lost", "promise error h"]
+    header += ["P50 error h", "P90 coverage", "starved (all runs)"]
     return markdown_table([*header, "plan s (total / max one)"], lines) + "\n"
 
 

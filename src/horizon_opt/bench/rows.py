@@ -105,11 +105,16 @@ class LoopRow:
     max_solver_seconds: float | None = None
     promised: int | None = None
     promise_error_hours: float | None = None
+    promise_p50_error_hours: float | None = None
+    promise_p90_coverage: float | None = None
     window_start: int | None = None  # the measured window, slots (`simulate.window`)
     window_end: int | None = None
     window_pwo: float | None = None
     window_vs_backfill: float | None = None
     window_utilization: float | None = None
+    starved: int | None = None  # jobs that waited with room for longer than their limit
+    runtime_error_hours: float | None = None  # run times planned on against the runs
+    runtime_under_share: float | None = None
     wall_seconds: float | None = None
     peak_mib: float | None = None
     error: str = ""

@@ -62,7 +62,7 @@ class LoopSpec(_Model):
     kind and seed. Durations are minutes, or text with a unit (90m, 2h)."""
 
     policies: list[str] = Field(min_length=1)  # in ladder order, the bottom rung first
-    worlds: list[str] = Field(default_factory=lambda: ["synthetic"], min_length=1)
+    worlds: list[str] = Field(default_factory=lambda: ["cluster"], min_length=1)
     seeds: list[int] | Literal["instance"] = Field(default_factory=lambda: [0])
     replan_every: str | float = "2h"
     freeze: str | float = "2h"

@@ -29,10 +29,16 @@ from horizon_opt.replan import DEFAULT_FREEZE_MINUTES
 from horizon_opt.simulate import Noise, Replay, World, policy, simulate
 from horizon_opt.simulate.audit import audit_files, write_audit
 from horizon_opt.simulate.engine import require_empty_cluster
-from horizon_opt.simulate.report import format_table, plot_realized, team_table, to_csv
+from horizon_opt.simulate.report import (
+    format_table,
+    plot_realized,
+    starved_lines,
+    team_table,
+    to_csv,
+)
 from horizon_opt.simulate.window import Window
 from horizon_opt.simulate.world_file import write_world
-from horizon_opt.simulate.worlds import replay_world
+from horizon_opt.simulate.worlds import replay_world, world_noise_for
 from horizon_opt.solvers import SolveOptions
 
 SimulateOut = Annotated[
@@ -72,20 +78,25 @@ ReplanEvery = Annotated[
 Freeze = Annotated[
     str, typer.Option(help="Each re-plan holds the previous plan's starts this far ahead.")
 ]
+DEFAULT_NOISE = str(Noise())
 NoiseOption = Annotated[
-    str,
+    str | None,
     typer.Option(
-        help="The synthetic world: early=SHARE,fail=SHARE,demand=SIGMA (see "
-        "docs/simulate.md); none for the planners' own estimates."
+        help="The synthetic world's noise: early=SHARE,fail=SHARE,demand=SIGMA (see "
+        f"docs/simulate.md; default {DEFAULT_NOISE}); none for the planners' own estimates. "
+        "Only with --world synthetic (or, for demand, trace).",
+        show_default=False,
     ),
 ]
 WorldKind = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--world",
-        help="The drawn world: synthetic (--noise), trace (run times, failures and "
-        "cancellations shaped by real traces) or cluster (limits users give, failures by gang "
-        "size, demand errors of a real LLM service; docs/simulate.md).",
+        help="The drawn world: cluster (limits users give, failures by gang size, demand "
+        "errors of a real LLM service; docs/simulate.md), trace (run times, failures and "
+        "cancellations shaped by real traces) or synthetic (--noise, for regression). "
+        "Default: cluster.",
+        show_default=False,
     ),
 ]
 Actual = Annotated[
@@ -103,7 +114,6 @@ WindowOption = Annotated[
         "half): the window figures count only what ran inside it (docs/simulate.md).",
     ),
 ]
-DEFAULT_NOISE = str(Noise())
 
 
 def _write_replays(
@@ -116,7 +126,8 @@ def _write_replays(
         for r in replays:
             assert r.audit is not None  # every replay logs what ran
             ran[r.policy] = write_audit(out, inst, r.audit, r.policy)
-        summary = f"{heading}{format_table(replays)}\n"
+        summary = f"{heading}{format_table(replays)}\n\n"
+        summary += f"{starved_lines(replays, inst.hours_per_slot)}\n"
         if inst.teams:
             summary += f"\nby team, as it really ran:\n\n{team_table(ran, replays)}\n"
         write_atomic(out / "results.csv", to_csv(replays))
@@ -135,8 +146,8 @@ def simulate_cmd(
     freeze: Freeze = f"{DEFAULT_FREEZE_MINUTES // 60}h",
     stability: Stability = 0.0,
     keep_promises: KeepPromises = 0.0,
-    noise: NoiseOption = DEFAULT_NOISE,
-    world_kind: WorldKind = "synthetic",
+    noise: NoiseOption = None,
+    world_kind: WorldKind = None,
     actual: Actual = None,
     seed: Seed = 0,
     time_limit: PlanTimeLimit = 20.0,
@@ -162,7 +173,7 @@ def simulate_cmd(
             [("the instance file", instance), ("--actual", actual)],
         )
         inst = load_instance(instance)
-        world_noise = Noise.parse(noise)
+        world_noise = world_noise_for(world_kind, noise)
         every = max(1, time_option(replan_every, inst, "--replan-every"))
         hold = time_option(freeze, inst, "--freeze")
         chosen = [

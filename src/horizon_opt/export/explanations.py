@@ -111,17 +111,12 @@ _WAITS = ("predecessor-unplanned", "predecessor-late")  # its own priority is no
 
 
 def _together(instance: Instance, r: JobExplanation) -> str:
-    """What the work in its way is worth together against the job: a plan that maximizes pwo
-    moves all of it only for a job worth more than all of it."""
+    """What the work in its way is worth together against the job: a sum, not a threshold (a
+    plan that maximizes pwo may move that work elsewhere rather than out, so no priority that
+    such a plan "needs" follows from it; docs/design.md, Explanations)."""
     total = sum(instance.jobs[instance.job_index[m]].value for m in r.window_moves)
-    if total <= r.value:
-        return f"together that work is worth {total:,.0f}, less than its {r.value:,.0f}"
-    outweigh = r.priority * total / r.value  # value grows with priority, work fixed
-    return (
-        f"together that work is worth {total:,.0f}, more than its {r.value:,.0f}: only above "
-        f"priority {outweigh:.3g} is it worth more than all of it, as a plan that maximizes pwo "
-        "needs"
-    )
+    than = "less" if total <= r.value else "more"
+    return f"together that work is worth {total:,.0f}, {than} than its {r.value:,.0f}"
 
 
 def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
@@ -131,8 +126,9 @@ def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
         lines.append(r.no_priority)
     elif r.no_priority is not None:
         lines.append(f"no priority is enough: {r.no_priority}")
+    relaid = " (the inference replicas placed to suit it)" if r.inference_moved else ""
     if r.priority_needed is not None:
-        where = f"slot {_when(instance, r.window_start)} on {r.window_pool}"
+        where = f"slot {_when(instance, r.window_start)} on {r.window_pool}{relaid}"
         ahead = f", ahead of {_names(r.window_moves)}" if r.window_moves else ""
         if r.priority_needed == 0:
             lines.append(f"it fits at {where} as the plan stands")
@@ -145,15 +141,15 @@ def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
         else:
             lines.append(
                 f"with priority above {r.priority_needed:.3g} (now {r.priority:g}) it would "
-                f"outrank each job at {where}{ahead}, one by one: a threshold by value, what "
-                "cpsat maximizes (greedy and fifo order by their own rules and may still leave "
-                "it out); " + _together(instance, r)
+                f"outrank each job at {where}{ahead}, one by one: a comparison of values, not a "
+                "promise of any solver (greedy and fifo order by their own rules; a plan that "
+                "maximizes pwo may move that work elsewhere, or keep it); " + _together(instance, r)
             )
     if r.insert_at is not None and r.priority_needed != 0:
         moving = f", moving {_names(r.insert_moves)}" if r.insert_moves else ""
         lines.append(
             f"moving only lower-value work, it could start at slot "
-            f"{_when(instance, r.insert_at)} on {r.insert_pool}{moving}"
+            f"{_when(instance, r.insert_at)} on {r.insert_pool}{moving}{relaid}"
         )
     elif r.code is not None and r.no_priority is None and r.insert_at is None:
         lines.append("moving only lower-value work: no window ends in time")

@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Mapping
 
 from horizon_opt.instance import Instance
 from horizon_opt.simulate.policy import Policy
-from horizon_opt.simulate.runtimes import Predicted, RunTimes
+from horizon_opt.simulate.runtimes import Predicted, RunTimes, gang_class
 from horizon_opt.snapshot import Running
 
 
@@ -52,6 +52,7 @@ class RunTimeBets:
                 range(len(self.predicted.instance.jobs)),
                 discount=False,
                 on_time_by_limit=self.policy.on_time_by_limit,
+                by_class=self.policy.risk,
             )
             return told, seen
         seen = {
@@ -74,8 +75,10 @@ class RunTimeBets:
         """The end an `-expect` planner sees for running job `j` at `t`: what the ended runs
         that lasted as long ran in all, at least the next slot, at most its limit or the first
         outage on its nodes (where it would be stopped)."""
-        limit = self.predicted.instance.jobs[j].durations[run.pool]
-        share = self.runtimes.ratio_after((t - run.start) / limit)
+        job = self.predicted.instance.jobs[j]
+        limit = job.durations[run.pool]
+        klass = gang_class(job.gpus) if self.policy.risk else ""
+        share = self.runtimes.ratio_after((t - run.start) / limit, klass)
         end = run.start + max(1, math.ceil(share * limit - 1e-9))
         return min(max(end, t + 1), run.start + limit, down_from(j, t))
 
@@ -85,9 +88,10 @@ class RunTimeBets:
         if self.policy.expect is not None:
             self.expected[j] = planned_end
 
-    def ended(self, j: int, ran: int, limit: int) -> None:
+    def ended(self, j: int, ran: int, limit: int, completed: bool) -> None:
         self.believed.pop(j, None)
-        self.runtimes.observe(ran, limit)
+        gpus = self.predicted.instance.jobs[j].gpus
+        self.runtimes.observe(ran, limit, gang_class(gpus), completed)
 
     def stopped(self, j: int) -> None:
         self.believed.pop(j, None)

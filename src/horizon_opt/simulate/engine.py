@@ -32,8 +32,11 @@ from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.bets import RunTimeBets
 from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
+from horizon_opt.simulate.predictions import PredictionLog
+from horizon_opt.simulate.promise_intervals import PromiseBook
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
-from horizon_opt.simulate.replay_figures import Replay
+from horizon_opt.simulate.replay_figures import Replay, SlotTotals
+from horizon_opt.simulate.starvation import starved_jobs
 from horizon_opt.simulate.window import Window, WindowTally
 from horizon_opt.simulate.world import World
 from horizon_opt.snapshot import Running, instance_at
@@ -85,6 +88,7 @@ class _Replayer:
         )
         self.planned_slots = 0  # the horizon of the last state planned on
         self.tally = WindowTally(window)
+        self.predictions = PredictionLog()
         self.bets = RunTimeBets.for_policy(self.told, policy)  # (None: it plans on limits)
         self.alone = AloneView(instance)
         self.order = topological_order(instance)
@@ -115,8 +119,7 @@ class _Replayer:
         self.starts: dict[int, list[int]] = {}  # slot -> job indices the plan starts then
         self.plan_gpus: dict[int, tuple[int, dict[int, tuple[int, ...]]]] = {}
         self.plan_ends: dict[int, int] = {}  # job -> the end the plan gives it
-        self.promises: dict[int, int] = {}  # job -> the start first predicted far enough ahead
-        self.first_start: dict[int, int] = {}  # job -> when it first started
+        self.book = PromiseBook()  # first starts predicted far enough ahead, and first starts
         self.reserved: IntArray = np.zeros((instance.num_nodes, instance.slots), dtype=np.int64)
         self.replicas: dict[int, IntArray] = {}  # service -> [S] reserved replicas
         self.extra: IntArray = np.zeros(instance.num_nodes, dtype=np.int64)  # at this slot
@@ -160,9 +163,7 @@ class _Replayer:
         self.planned_slots = state.slots  # (a later state keeps them: this plan must fit it)
         if not self.policy.keep_promises:
             return state
-        waiting = {
-            self.inst.jobs[j].id: s for j, s in self.promises.items() if j not in self.first_start
-        }
+        waiting = {self.inst.jobs[j].id: s for j, s in self.book.waiting().items()}
         return with_held_promises(state, waiting, self.policy.keep_promises)
 
     # -- deciding --------------------------------------------------------------------------------
@@ -221,8 +222,8 @@ class _Replayer:
             gpus = {inst.node_index[n]: tuple(g) for n, g in a.gpus.items()}
             self.plan_gpus[j] = (inst.pool_index[a.pool], gpus)
             self.plan_ends[j] = a.end
-            if j not in self.first_start and a.start - t >= ahead:
-                self.promises.setdefault(j, a.start)
+            if a.start - t >= ahead:
+                self.book.promise(j, t, a.start)
         layout = plan_layout(state, plan)
         if layout is None:  # every plan was checked: its blocks are a layout of the instance
             raise RuntimeError(f"internal error: {plan.solver}'s inference blocks are no layout")
@@ -238,8 +239,9 @@ class _Replayer:
             run = self.running.pop(j)
             job = self.inst.jobs[j]
             self.gone.add(j)
+            self.predictions.ended(j, run.end - run.start)
             if self.bets is not None:
-                self.bets.ended(j, run.end - run.start, job.durations[run.pool])
+                self.bets.ended(j, run.end - run.start, job.durations[run.pool], not run.fails)
             user = job.id in self.world.cancels
             self.record(run, "cancelled" if user else "failed" if run.fails else "completed")
             if run.fails:
@@ -387,6 +389,7 @@ class _Replayer:
     def stop(self, j: int, t: int) -> None:
         """Preempt running job `j` at `t`: it loses its progress and waits again."""
         run = self.running.pop(j)
+        self.predictions.stopped(j)
         if self.bets is not None:
             self.bets.stopped(j)
         job = self.inst.jobs[j]
@@ -449,7 +452,8 @@ class _Replayer:
             estimate = job.durations[pool]
             real = self.world.run_slots(job.id, estimate)
             self.running[j] = _Run(j, pool, t, t + real, dict(gpus), job.id in self.world.fails)
-            self.first_start.setdefault(j, t)
+            self.book.start(j, t)
+            self.predictions.started(j, self.plan_ends[j] - t)
             if self.bets is not None:
                 self.bets.started(j, self.plan_ends[j])
             for n, g in gpus.items():
@@ -457,18 +461,9 @@ class _Replayer:
                 held[n].update(g)
         return blocked
 
-    def promise_figures(self) -> tuple[int, float]:
-        """(promised jobs, median error of their first predicted start in hours)."""
-        errors = [
-            abs(self.first_start.get(j, self.inst.slots) - start)
-            for j, start in self.promises.items()
-        ]
-        hours = float(np.median(errors)) * self.inst.hours_per_slot if errors else 0.0
-        return len(errors), hours
-
     def run(self) -> Replay:
         inst, policy = self.inst, self.policy
-        batch = serving = available = demand = short = 0.0
+        totals = SlotTotals()
         releases = {j.release for j in inst.jobs}
         event = True
         by_slot: list[float] = []
@@ -494,13 +489,9 @@ class _Replayer:
                     f"internal error: replay of {policy.name} overfills {inst.node_names[n]} "
                     f"at slot {t}"
                 )
-            in_use, up = float(used.sum()), float(inst.capacity[:, t].sum())
-            batch += in_use
-            serving += served
-            self.tally.slot(t, in_use + served, up)
-            available += up
-            demand += wanted
-            short += missing
+            up = float(inst.capacity[:, t].sum())
+            totals.add(float(used.sum()), served, up, wanted, missing)
+            self.tally.slot(t, float(used.sum()) + served, up)
         self.end_jobs(inst.slots)  # the jobs that end with the horizon
         for run in self.running.values():  # a job planned on less than its limit may run on
             job = inst.jobs[run.job]
@@ -508,36 +499,53 @@ class _Replayer:
                 self.tally.completed(job.value, run.start, run.end)  # (it would complete)
             self.record(run, "unfinished", end=inst.slots)
         by_slot.append(self.realized)
-        promised, promise_error = self.promise_figures()
-        return Replay(
-            policy=policy.name,
-            planned_pwo=self.planned_pwo if policy.open_loop else None,
-            realized_pwo=self.realized,
-            realized_utilization=(batch + serving) / available if available else 0.0,
-            completed=len(self.done),
-            failed=self.failed,
-            cancelled=self.cancelled,
-            cancelled_by_user=self.user_cancelled,
-            reclaims=sum(self.reclaimed.values()),
-            reclaimed_by_team={inst.teams[k].name: n for k, n in self.reclaimed.items()},
-            preemptions=self.preemptions,
-            lost_gpu_hours=self.lost,
-            slo_short_replica_hours=short * inst.hours_per_slot,
-            slo_short_share=short / demand if demand else 0.0,
-            decisions=self.decisions,
-            replans=self.replans,
-            mean_moved=float(np.mean(self.moved)) if self.moved else 0.0,
-            solver_seconds=float(sum(self.seconds)),
-            max_solver_seconds=max(self.seconds, default=0.0),
-            realized_by_slot=by_slot,
-            promised=promised,
-            promise_error_hours=promise_error,
-            audit=Audit(self.runs, self.ran_replicas, self.served),
-            window_start=self.tally.window.start,
-            window_end=self.tally.window.end,
-            window_pwo=self.tally.pwo,
-            window_utilization=self.tally.utilization,
-        )
+        return _figures(self, totals, by_slot)
+
+
+def _figures(r: _Replayer, totals: SlotTotals, by_slot: list[float]) -> Replay:
+    """What a finished replay realized, with its audit and the judgements read from it."""
+    inst, policy = r.inst, r.policy
+    promised, promise_error, p50_error, coverage = r.book.figures(inst.slots, inst.hours_per_slot)
+    audit = Audit(r.runs, r.ran_replicas, r.served)
+    told_fails = r.world.fails if policy.knows_outcomes else frozenset()
+    starved = {s.job: s.slots for s in starved_jobs(inst, audit, told_fails)}
+    run_error, under = r.predictions.figures(inst.hours_per_slot)
+    used = totals.batch + totals.serving
+    return Replay(
+        policy=policy.name,
+        planned_pwo=r.planned_pwo if policy.open_loop else None,
+        realized_pwo=r.realized,
+        realized_utilization=used / totals.available if totals.available else 0.0,
+        completed=len(r.done),
+        failed=r.failed,
+        cancelled=r.cancelled,
+        cancelled_by_user=r.user_cancelled,
+        reclaims=sum(r.reclaimed.values()),
+        reclaimed_by_team={inst.teams[k].name: n for k, n in r.reclaimed.items()},
+        preemptions=r.preemptions,
+        lost_gpu_hours=r.lost,
+        slo_short_replica_hours=totals.short * inst.hours_per_slot,
+        slo_short_share=totals.short / totals.demand if totals.demand else 0.0,
+        decisions=r.decisions,
+        replans=r.replans,
+        mean_moved=float(np.mean(r.moved)) if r.moved else 0.0,
+        solver_seconds=float(sum(r.seconds)),
+        max_solver_seconds=max(r.seconds, default=0.0),
+        realized_by_slot=by_slot,
+        promised=promised,
+        promise_error_hours=promise_error,
+        promise_p50_error_hours=p50_error,
+        promise_p90_coverage=coverage,
+        audit=audit,
+        window_start=r.tally.window.start,
+        window_end=r.tally.window.end,
+        window_pwo=r.tally.pwo,
+        window_utilization=r.tally.utilization,
+        starved=len(starved),
+        starved_jobs=starved,
+        runtime_error_hours=run_error,
+        runtime_under_share=under,
+    )
 
 
 def replay(

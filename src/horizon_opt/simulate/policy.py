@@ -29,6 +29,11 @@ backfill with system-generated predictions does. A limit stays where a job is ki
 that outlives its prediction keeps running and is predicted again, and the starts planned on
 its GPUs wait for it.
 
+`<solver>-risk` plans as `-expect` does, learning run times per gang class (single GPU or a
+gang, `runtimes.gang_class`) and counting each job's value times the share of its class's
+ended runs that completed: in real clusters gangs fail far more often than single-GPU jobs,
+and a start that fails earns nothing.
+
 `<solver>-pack` plans as `-expect` does, but counts a job on time only when its limit would end
 in time (its due slot moved earlier by what its limit adds to its prediction): packing on
 learned run times without betting on them.
@@ -44,7 +49,16 @@ from horizon_opt.instance import duration_minutes
 from horizon_opt.simulate.runtimes import DEFAULT_QUANTILE
 from horizon_opt.solvers import SOLVERS
 
-SUFFIXES = ("-open", "-runtimes", "-arrivals", "-oracle", "-predict", "-expect", "-pack")
+SUFFIXES = (
+    "-open",
+    "-runtimes",
+    "-arrivals",
+    "-oracle",
+    "-predict",
+    "-expect",
+    "-pack",
+    "-risk",
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,9 @@ class Policy:
     expect: float | None = None  # plan every job on this quantile of the run times seen so far
     # (`-pack`) ...but count a job on time only when its limit would end in time: no bets
     on_time_by_limit: bool = False
+    # (`-risk`) ...learning run times and completions per gang class, each job's value times
+    # its class's share of completed runs
+    risk: bool = False
     at_events: bool = False  # a full re-plan at every event (`@event`), none on a timer
 
     @property
@@ -107,7 +124,9 @@ def policy(
                 "-runtimes (told the actual run times), -arrivals (told every arrival), "
                 "-oracle (both), -predict (bets on the jobs limits leave out, on run times "
                 "learned from the runs ended so far), -expect (plans every job on those run "
-                "times) or -pack (as -expect, a job on time only if its limit is), then, for a "
+                "times), -pack (as -expect, a job on time only if its limit is) or -risk (as "
+                "-expect, learned per gang size, each job's value times the share of its gang "
+                "size's runs that completed), then, for a "
                 "re-planning solver, "
                 "@EVERY/FREEZE (e.g. cpsat@30m/0m)"
             ]
@@ -126,8 +145,9 @@ def policy(
         knows_arrivals=suffix in ("-arrivals", "-oracle"),
         knows_outcomes=suffix == "-oracle",
         predict=quantile if suffix == "-predict" else None,
-        expect=quantile if suffix in ("-expect", "-pack") else None,
+        expect=quantile if suffix in ("-expect", "-pack", "-risk") else None,
         on_time_by_limit=suffix == "-pack",
+        risk=suffix == "-risk",
         at_events=at_events,
     )
 

@@ -37,6 +37,10 @@ class Replay:
     # started counts as starting at the horizon's end), as `squeue --start` would be judged.
     promised: int = 0
     promise_error_hours: float = 0.0
+    # ...each with a P50 and a P90 learned from the lateness of the promises before it
+    # (`simulate.promise_intervals`): the median |actual start - P50|, the share started by P90
+    promise_p50_error_hours: float = 0.0
+    promise_p90_coverage: float = 0.0
     # realized pwo at each slot boundary 0..S (jobs ended by then)
     realized_by_slot: list[float] = field(default_factory=list)
     audit: Audit | None = field(default=None, repr=False)  # what really ran (see `audit`)
@@ -46,9 +50,37 @@ class Replay:
     window_end: int = 0
     window_pwo: float = 0.0
     window_utilization: float = 0.0
+    # Jobs that waited, ready, with idle GPUs they could use for longer than their limit
+    # (`simulate.starvation`): the count, and the job ids with the longest such wait (slots)
+    starved: int = 0
+    # The run times planned on against the runs (`simulate.predictions`): the median absolute
+    # error in hours of the runs that ended, and the share that ran longer than planned
+    runtime_error_hours: float = 0.0
+    runtime_under_share: float = 0.0
+    starved_jobs: dict[str, int] = field(default_factory=dict)
 
     SERIES = (
         "realized_by_slot",
         "audit",
         "reclaimed_by_team",
+        "starved_jobs",
     )  # fields that are not one figure of a table row
+
+
+@dataclass
+class SlotTotals:
+    """GPUs summed over the replay's slots: batch in use, serving inference, up; and inference
+    demand and what of it found no replica (replicas)."""
+
+    batch: float = 0.0
+    serving: float = 0.0
+    available: float = 0.0
+    demand: float = 0.0
+    short: float = 0.0
+
+    def add(self, batch: float, serving: float, up: float, demand: float, short: float) -> None:
+        self.batch += batch
+        self.serving += serving
+        self.available += up
+        self.demand += demand
+        self.short += short

@@ -73,7 +73,8 @@ def format_table(replays: Sequence[Replay]) -> str:
     head = (
         "| policy | planned pwo | realized pwo | vs fifo | vs backfill | of top rung | utilization | "
         "window pwo (vs backfill) | window utilization | "
-        "preemptions (GPU-h lost) | SLO short | promise error h (jobs) | moved / re-plan | "
+        "preemptions (GPU-h lost) | SLO short | promise error h / P50 error h (P90 coverage, jobs) | "
+        "moved / re-plan | "
         "plans | solver s |"
     )
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
@@ -86,8 +87,25 @@ def format_table(replays: Sequence[Replay]) -> str:
             f"{r.window_pwo:,.0f} ({_pct(row.get('window_vs_backfill'))}) | "
             f"{100 * r.window_utilization:.1f}% | "
             f"{_preempted(r)} ({r.lost_gpu_hours:,.0f}) | {100 * r.slo_short_share:.2f}% | "
-            f"{r.promise_error_hours:.1f} ({r.promised}) | {r.mean_moved:.1f} | {r.decisions} | {r.solver_seconds:,.1f} |"
+            f"{r.promise_error_hours:.1f} / {r.promise_p50_error_hours:.1f} "
+            f"({_share(r.promise_p90_coverage)}, {r.promised}) | "
+            f"{r.mean_moved:.1f} | {r.decisions} | {r.solver_seconds:,.1f} |"
         )
+    return "\n".join(lines)
+
+
+def starved_lines(replays: Sequence[Replay], hours_per_slot: float) -> str:
+    """A line per policy that starved a job (it waited, ready, beside idle GPUs it could use for
+    longer than its limit), naming the longest waits; one line when none did."""
+    starving = [r for r in replays if r.starved]
+    if not starving:
+        return "starved jobs (waited with room longer than their limit): none"
+    lines = ["starved jobs (waited with room longer than their limit):"]
+    for r in starving:
+        worst = sorted(r.starved_jobs.items(), key=lambda item: (-item[1], item[0]))[:3]
+        named = ", ".join(f"{job} {slots * hours_per_slot:g} h" for job, slots in worst)
+        more = f", and {r.starved - len(worst)} more" if r.starved > len(worst) else ""
+        lines.append(f"- {r.policy}: {r.starved} ({named}{more})")
     return "\n".join(lines)
 
 

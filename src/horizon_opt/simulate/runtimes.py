@@ -32,36 +32,64 @@ DEFAULT_QUANTILE = 0.5
 MIN_RUNS = 10
 
 
+def gang_class(gpus: int) -> str:
+    """What a run is learned with: single-GPU jobs and gangs fail at very different rates in
+    real clusters, so each learns from its own kind once enough of them have ended."""
+    return "single" if gpus <= 1 else "gang"
+
+
 @dataclass
 class RunTimes:
-    """Run/limit ratios of the runs ended so far, and the share of a limit they predict."""
+    """Run/limit ratios of the runs ended so far, and the share of a limit they predict; per
+    gang class too (`gang_class`), with how many of each class completed."""
 
     quantile: float = DEFAULT_QUANTILE
     min_runs: int = MIN_RUNS
     ratios: list[float] = field(default_factory=list)
+    by_class: dict[str, list[float]] = field(default_factory=dict)
+    completed: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.quantile <= 1.0:
             raise ValueError(f"quantile must be in (0, 1], got {self.quantile}")
 
-    def observe(self, ran: int, limit: int) -> None:
-        """A run that ended after `ran` slots of a `limit`-slot limit."""
-        self.ratios.append(min(ran / limit, 1.0))
+    def observe(self, ran: int, limit: int, klass: str = "", completed: bool = True) -> None:
+        """A run of class `klass` that ended after `ran` slots of a `limit`-slot limit."""
+        ratio = min(ran / limit, 1.0)
+        self.ratios.append(ratio)
+        if klass:
+            self.by_class.setdefault(klass, []).append(ratio)
+            self.completed[klass] = self.completed.get(klass, 0) + completed
 
-    def ratio(self) -> float:
-        """The `quantile` of the ratios (1.0, the limit, before `min_runs` runs have ended)."""
+    def ratio(self, klass: str = "") -> float:
+        """The `quantile` of the ratios of class `klass` (of all runs while fewer than
+        `min_runs` of it have ended; 1.0, the limit, before `min_runs` runs have ended)."""
+        own = self.by_class.get(klass, [])
+        if len(own) >= self.min_runs:
+            return float(np.quantile(own, self.quantile))
         if len(self.ratios) < self.min_runs:
             return 1.0
         return float(np.quantile(self.ratios, self.quantile))
 
-    def ratio_after(self, ran: float) -> float:
-        """The `quantile` of the ratios above `ran` (a share of the limit already run): what a
-        job still running at `ran` is predicted to run in all, 1.0 (its limit) when fewer than
-        `min_runs` ended runs ran that long."""
-        longer = [r for r in self.ratios if r > ran]
-        if len(longer) < self.min_runs:
+    def success(self, klass: str) -> float:
+        """The share of class `klass`'s ended runs that completed (1.0 before `min_runs` of them
+        have ended; half a run when none has, so that no job is worth nothing): what a start of
+        such a job is worth, per unit of its value."""
+        ended = len(self.by_class.get(klass, []))
+        if ended < self.min_runs:
             return 1.0
-        return float(np.quantile(longer, self.quantile))
+        return max(self.completed.get(klass, 0), 0.5) / ended
+
+    def ratio_after(self, ran: float, klass: str = "") -> float:
+        """The `quantile` of the ratios above `ran` (a share of the limit already run), of class
+        `klass` when `min_runs` of it ran that long, else of all: what a job still running at
+        `ran` is predicted to run in all, 1.0 (its limit) when fewer than `min_runs` ended runs
+        ran that long."""
+        for ratios in (self.by_class.get(klass, []), self.ratios):
+            longer = [r for r in ratios if r > ran]
+            if len(longer) >= self.min_runs:
+                return float(np.quantile(longer, self.quantile))
+        return 1.0
 
 
 class Predicted:
@@ -74,7 +102,7 @@ class Predicted:
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
         self.demand = {s.index: s.demand.astype(float).copy() for s in instance.services}
-        self.cache: tuple[tuple[float, float, frozenset[int], bool], Instance] | None = None
+        self.cache: tuple[tuple[object, ...], Instance] | None = None
 
     def told(
         self,
@@ -83,16 +111,26 @@ class Predicted:
         predict: Collection[int],
         discount: bool = True,
         on_time_by_limit: bool = False,
+        by_class: bool = False,
     ) -> Instance:
         """The instance whose states the planner sees: the `predict` jobs on their predicted
         run times (with their priority discounted for the bet, if `discount`; with their due
         slot moved earlier by what their limit adds to the prediction, if `on_time_by_limit`,
-        so that a plan counts a job on time only when its limit would end in time), every other
-        job on its limit, given the running jobs' believed ends."""
+        so that a plan counts a job on time only when its limit would end in time; with
+        `by_class`, on its gang class's run times and with its priority times that class's
+        success share), every other job on its limit, given the running jobs' believed ends."""
         trimmed = self.trim(running)
-        ratio = runtimes.ratio()
+        classes = ("single", "gang") if by_class else ("",)
+        ratios = {k: runtimes.ratio(k) for k in classes}
+        odds = {k: runtimes.success(k) if by_class else 1.0 for k in classes}
         share = runtimes.quantile if discount else 1.0
-        key = (ratio, share, frozenset(predict), on_time_by_limit)
+        key = (
+            tuple(ratios.values()),
+            tuple(odds.values()),
+            share,
+            frozenset(predict),
+            on_time_by_limit,
+        )
         if self.cache is not None and self.cache[0] == key and not trimmed:
             return self.cache[1]
         inst = self.instance
@@ -102,13 +140,16 @@ class Predicted:
             if job.index not in predict:
                 jobs.append(job_spec)
                 continue
+            klass = gang_class(job.gpus) if by_class else ""
+            ratio = ratios[klass]
             predicted = {p: max(1, math.ceil(ratio * d - 1e-9)) for p, d in job.durations.items()}
             update: dict[str, object] = {
                 "duration": {names[p]: d for p, d in predicted.items()},
                 "pools": None,
                 # it ends within its prediction with probability `quantile`: what it is worth
                 # to start, per GPU-hour, is its priority that much less
-                "priority": job_spec.priority * share,
+                # (`by_class`: and it completes as often as its class has)
+                "priority": job_spec.priority * share * odds[klass],
             }
             if on_time_by_limit:
                 slack = max(job.durations[p] - d for p, d in predicted.items())

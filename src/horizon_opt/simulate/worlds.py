@@ -11,7 +11,20 @@ from horizon_opt.simulate.trace_world import draw_trace_world
 from horizon_opt.simulate.world import Noise, World, draw_world
 from horizon_opt.simulate.world_file import read_world
 
-WORLDS = ("synthetic", "trace", "cluster")
+WORLDS = ("cluster", "trace", "synthetic")
+DEFAULT_WORLD = "cluster"
+
+
+def world_noise_for(kind: str | None, noise: str | None) -> Noise:
+    """The synthetic noise `--noise` gives, refused for a world that draws its own: the cluster
+    world takes none of it, the trace world only its demand."""
+    if noise is None:
+        return Noise()
+    if (kind or DEFAULT_WORLD) == "cluster":
+        raise InputError(
+            ["--noise: the cluster world draws its own noise; add --world synthetic to set it"]
+        )
+    return Noise.parse(noise)
 
 
 def world_for(instance: Instance, kind: str, seed: int, noise: Noise | None = None) -> World:
@@ -31,16 +44,17 @@ def world_for(instance: Instance, kind: str, seed: int, noise: Noise | None = No
 
 def replay_world(
     instance: Instance,
-    kind: str,
+    kind: str | None,
     seed: int,
     noise: Noise,
     actual: str | os.PathLike[str] | None = None,
 ) -> tuple[World, str]:
-    """The world a replay runs in (`actual`, a world file, else the drawn world of `kind`) and
-    a line that says where it came from."""
+    """The world a replay runs in (`actual`, a world file, else the drawn world of `kind`, the
+    cluster world when None) and a line that says where it came from."""
     if actual is not None:
-        if kind != "synthetic":
+        if kind is not None:
             raise InputError(["--actual: a world file replaces the drawn world; leave out --world"])
         return read_world(actual, instance), f"read from {actual}"
-    shape = noise if kind == "synthetic" else kind
-    return world_for(instance, kind, seed, noise), f"{kind} ({shape}), seed {seed}"
+    kind = kind or DEFAULT_WORLD
+    shape = f" ({noise})" if kind == "synthetic" else ""
+    return world_for(instance, kind, seed, noise), f"{kind}{shape}, seed {seed}"

@@ -36,7 +36,8 @@ MEANING: Mapping[Code, str] = {
     Code.PREDECESSOR_UNPLANNED: "a job it runs after is not planned",
     Code.PREDECESSOR_LATE: "a job it runs after ends too late for it to end in time",
     Code.INFERENCE_RESERVED: "the plan's inference reservation (how many replicas, on which "
-    "nodes) takes the room that the forecast requirement, placed to suit it, would leave it",
+    "nodes) takes the room that the forecast requirement, placed to suit it, would leave it "
+    "with every other planned job where it is",
     Code.TEAM_LIMIT: "its nodes have room as the plan stands, but its team's jobs hold the "
     "team's limit on the pool there",
     Code.ROOM_UNUSED: "it fits as the plan stands; the solver did not place it there (its "

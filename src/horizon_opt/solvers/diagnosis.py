@@ -31,6 +31,7 @@ from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.borrowed import borrowed_work, team_used, within_quota
 from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
+from horizon_opt.solvers.relaid import beside, during, must_move
 from horizon_opt.windows import StartWindow
 
 
@@ -69,6 +70,7 @@ class Diagnosis:
         self.reserved = CapacityGrid(instance, layout.free)
         self._full: CapacityGrid | None = None
         self._unlimited: CapacityGrid | None = None  # the plan without teams' limits
+        self._relaid: dict[float | None, AloneView] = {}  # see relaid_view
         # per team: (team usage, its borrowed work, the grid without it), see _quota_borrowed
         self._borrowed: dict[int, tuple[IntArray, set[int], CapacityGrid | None]] = {}
 
@@ -79,6 +81,10 @@ class Diagnosis:
         """What moving job j out of the way would put at stake: its value, or more when a job
         that runs after it (transitively) is worth more, since that job would have to go too."""
         return self._worth[j]
+
+    def rank(self, j: int) -> tuple[float, int]:
+        """Most valuable first (`worth`), then by index."""
+        return (-self.worth(j), j)
 
     def grid(self, keep: Iterable[Placement], limits: bool = True) -> CapacityGrid:
         """The plan's inference and the placements `keep` (and its teams' limits)."""
@@ -183,15 +189,7 @@ class Diagnosis:
             )
         beside_inference = earliest_start(self.reserved, job, ready, latest)
         if beside_inference is None:
-            fit = self.alone.earliest_start(job, ready, latest)
-            assert fit is not None
-            return Cause(
-                Code.INFERENCE_RESERVED,
-                f"the plan's inference reservation (how many replicas, on which nodes) leaves "
-                f"it no room from slot {ready} to {until}; with the forecast requirement placed "
-                f"to suit it, it could start at {self._where(fit)}",
-                fit,
-            )
+            return self._no_room_beside_layout(j, ready, latest)
         room = earliest_start(full, job, ready, latest)
         limited = None if room is not None else self._team_limit(j, ready, latest)
         if limited is not None:
@@ -225,6 +223,67 @@ class Diagnosis:
             f"slot {ready} to {until}; at {self._where(beside_inference)}: "
             f"{self._named(holders)}",
             beside_inference,
+            holders,
+        )
+
+    def relaid_view(self, j: int, threshold: float | None) -> AloneView:
+        """The plan's other jobs (those worth at least `threshold`, or all of them) where they
+        are, and the inference requirement placed to suit job j (`relaid.beside`). Shared by the
+        unplanned jobs, whose plan is the same."""
+        if j in self.placed:
+            others = (p for p in self.placed.values() if p.job != j)
+            return beside(self.instance, (p for p in others if _kept(self, p, threshold)))
+        if threshold not in self._relaid:
+            keep = (p for p in self.placed.values() if _kept(self, p, threshold))
+            self._relaid[threshold] = beside(self.instance, keep)
+        return self._relaid[threshold]
+
+    def _no_room_beside_layout(self, j: int, ready: int, latest: int) -> Cause:
+        """The plan's inference layout leaves job j no room in time, though the requirement
+        alone does. `inference-reserved` only when, with every other planned job where it is,
+        the requirement placed to suit it leaves it room; else batch work is in its way too:
+        lower-value work when moving only that (and placing the requirement to suit it) makes
+        room, else higher-value work."""
+        job, until = self.instance.jobs[j], _until(self.instance.windows[j])[1]
+        fit = self.relaid_view(j, None).earliest_start(job, ready, latest)
+        if fit is not None:
+            return Cause(
+                Code.INFERENCE_RESERVED,
+                f"the plan's inference reservation (how many replicas, on which nodes) leaves "
+                f"it no room from slot {ready} to {until}; with the plan's other jobs where they "
+                f"are and the forecast requirement placed to suit it, it could start at "
+                f"{self._where(fit)}",
+                fit,
+            )
+        others = [p for p in self.placed.values() if p.job != j]
+        fit = self.relaid_view(j, job.value).earliest_start(job, ready, latest)
+        if fit is not None:
+            moved = must_move(
+                self.instance, others, j, fit, lambda q: self.worth(q) < job.value, self.rank
+            )
+            holders = tuple(sorted(moved, key=self.rank))
+            return Cause(
+                Code.LOWER_VALUE_WORK,
+                f"would fit from {self._where(fit)} by moving work worth less than it "
+                f"({job.value:,.0f}) and placing the forecast requirement to suit it (the "
+                f"plan's inference reservation leaves it no room): {self._named(holders)}",
+                fit,
+                holders,
+            )
+        fit = self.alone.earliest_start(job, ready, latest)
+        assert fit is not None  # (the caller checked that it fits alone)
+        worth_more = [
+            q
+            for q in {p.job for p in during(self.instance, others, j, fit)}
+            if self.worth(q) >= job.value
+        ]
+        holders = self.holders(fit, j, worth_less=False) or tuple(sorted(worth_more, key=self.rank))
+        return Cause(
+            Code.HIGHER_VALUE_WORK,
+            f"work worth at least as much as it ({job.value:,.0f}) holds every window from "
+            f"slot {ready} to {until}, wherever the forecast requirement is placed; at "
+            f"{self._where(fit)}: {self._named(holders)}",
+            fit,
             holders,
         )
 
@@ -365,6 +424,11 @@ class Diagnosis:
                 f"and outages (it needs {gang.nodes})"
             )
         return "no allowed pool can hold its gang: " + "; ".join(parts)
+
+
+def _kept(diagnosis: Diagnosis, p: Placement, threshold: float | None) -> bool:
+    """Whether placement p stays in a view of the jobs worth at least `threshold` (None: all)."""
+    return threshold is None or diagnosis.worth(p.job) >= threshold
 
 
 def unscheduled_causes(

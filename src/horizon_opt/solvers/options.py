@@ -46,17 +46,21 @@ def default_workers() -> int:
 
 @dataclass(frozen=True)
 class SolveOptions:
+    """Options every solver accepts; a solver ignores those it has no use for."""
+
     time_limit: float = 60.0  # seconds of wall time for anytime solvers
     workers: int = field(default_factory=default_workers)  # CP-SAT search workers
-    seed: int = 0
+    seed: int = 0  # the search's random seed (cpsat); with one worker, a seed is one plan
     log: Path | None = None  # where CP-SAT writes its search log
     hint: Plan | None = None  # a plan to start from (cpsat)
-    on_progress: Callable[[Progress], None] | None = None
+    on_progress: Callable[[Progress], None] | None = None  # called with each Progress (cpsat)
     params: SearchParams = field(default_factory=SearchParams)  # tuning of the cpsat search
-    # With one worker: only the deterministic budget stops cpsat, never the wall clock, so a
-    # rerun gives the same plan under any load (a replay's decisions); a loaded or slow machine
-    # then takes longer than `time_limit`.
-    repeatable: bool = False
+    # With one worker: only deterministic work stops cpsat (CP-SAT's deterministic time, the
+    # LP's count of column-generation steps), never the wall clock, so a rerun gives the same
+    # plan under any load; a loaded or slow machine then takes longer than `time_limit`. None
+    # (the default): repeatable exactly when `workers` is 1; False keeps the wall clock as a
+    # stop with one worker too (the plan may then depend on the machine's load).
+    repeatable: bool | None = None
 
     def __post_init__(self) -> None:
         """Refuse options no solver can honour, with a message instead of a solver's crash."""

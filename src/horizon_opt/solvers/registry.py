@@ -106,6 +106,8 @@ SOLVERS: dict[str, Solver] = {
         ),
     )
 }
+"""Every solver by name, each a `Solver` record: what it is for (`description`) and what it
+can do (`anytime`, `takes_hint`, `reports_bound`, ...). `horizon-opt solve --help` lists them."""
 
 
 def solve(

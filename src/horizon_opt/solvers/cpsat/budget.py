@@ -2,8 +2,10 @@
 
 With one worker every step is charged in deterministic units (CP-SAT's own, plus a fixed charge
 per Python-side step), so a rerun takes the same steps and gives the same plan, whatever the
-machine's speed. The wall clock still stops the search at the time limit, unless the budget is
-`repeatable` (the relaxation then stops by its count of steps too). Ctrl-C ends the budget.
+machine's speed. The budget is then `repeatable` (`SolveOptions.repeatable` unless False): the
+wall clock stops nothing, and the relaxation stops by its count of steps. Not repeatable (one
+worker and `repeatable=False`): the wall clock also stops the search at the time limit. Ctrl-C
+ends the budget.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ class Search:
         self.params = options.params
         self.log = log
         self.budget = Budget(
-            options.time_limit, options.workers == 1, self.params, options.repeatable
+            options.time_limit, options.workers == 1, self.params, options.repeatable is not False
         )
         self.runner = Runner(self.budget, self.write_log if log is not None else None)
         self.rng = np.random.default_rng(options.seed)

@@ -1,0 +1,92 @@
+"""Promises as intervals: each start a plan first predicts far enough ahead, with a P50 and a
+P90 learned from how late the promises before it came true.
+
+A plan's predicted start trusts every run time it planned on; in the world, jobs end early or
+late, arrive, fail and are preempted, so starts move. How much they moved is history the
+replay has, as a production scheduler has: each promise's lateness (actual start minus
+predicted, a share of how far ahead it was made). A new promise made `lead` slots ahead gets
+P50 = predicted + median lateness x lead and P90 = predicted + 90th percentile x lead, over
+the promises made before it that have resolved (the job started) or are already overdue (then
+their lateness so far, a lower bound). Until `MIN_RESOLVED` have, P50 is the prediction and
+P90 is as far past it as the prediction is ahead (lateness 1). A promised job that never starts
+counts as starting at the horizon's end.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MIN_RESOLVED = 10
+P90 = 0.9
+
+
+@dataclass(frozen=True)
+class Promise:
+    made: int  # the slot the plan was made at
+    predicted: int  # the start it predicted
+    p50: int
+    p90: int
+
+    @property
+    def lead(self) -> int:
+        return max(self.predicted - self.made, 1)
+
+
+@dataclass
+class PromiseBook:
+    """Every job's first promise (`first`, its interval) and when promised jobs started."""
+
+    first: dict[int, Promise] = field(default_factory=dict)
+    started: dict[int, int] = field(default_factory=dict)
+
+    def promise(self, job: int, made: int, predicted: int) -> None:
+        """The plan made at `made` predicts `job` starts at `predicted` (kept if the first)."""
+        if job in self.first or job in self.started:
+            return
+        lead = max(predicted - made, 1)
+        lateness = self._lateness(made)
+        if len(lateness) < MIN_RESOLVED:
+            p50, p90 = 0.0, 1.0
+        else:
+            p50, p90 = (float(np.quantile(lateness, q)) for q in (0.5, P90))
+        early = predicted + math.floor(p50 * lead)
+        self.first[job] = Promise(
+            made, predicted, early, max(early, predicted + math.ceil(p90 * lead))
+        )
+
+    def start(self, job: int, t: int) -> None:
+        self.started.setdefault(job, t)
+
+    def waiting(self) -> dict[int, int]:
+        """Promised jobs not started yet -> their predicted start."""
+        return {j: p.predicted for j, p in self.first.items() if j not in self.started}
+
+    def _lateness(self, now: int) -> list[float]:
+        """Lateness of the promises made before `now` that resolved or are overdue by then."""
+        out = []
+        for j, p in self.first.items():
+            start = self.started.get(j)
+            if start is not None and start <= now:
+                out.append((start - p.predicted) / p.lead)
+            elif p.predicted < now:
+                out.append((now - p.predicted) / p.lead)
+        return out
+
+    def figures(self, horizon: int, hours_per_slot: float) -> tuple[int, float, float, float]:
+        """(promised jobs, median |start - prediction| in hours, median |start - P50| in hours,
+        share started by their P90)."""
+        if not self.first:
+            return 0, 0.0, 0.0, 0.0
+        starts = {j: self.started.get(j, horizon) for j in self.first}
+        raw = [abs(starts[j] - p.predicted) for j, p in self.first.items()]
+        p50 = [abs(starts[j] - p.p50) for j, p in self.first.items()]
+        covered = [starts[j] <= p.p90 for j, p in self.first.items()]
+        return (
+            len(raw),
+            float(np.median(raw)) * hours_per_slot,
+            float(np.median(p50)) * hours_per_slot,
+            float(np.mean(covered)),
+        )

@@ -1,0 +1,57 @@
+"""Promises as intervals (`simulate.promise_intervals`), by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from horizon_opt.simulate.promise_intervals import MIN_RESOLVED, Promise, PromiseBook
+
+
+def test_before_any_history_p50_is_the_prediction_and_p90_as_far_past_as_it_is_ahead() -> None:
+    book = PromiseBook()
+    book.promise(0, made=2, predicted=6)  # 4 slots ahead: P90 at 6 + 4
+    assert book.first[0] == Promise(2, 6, 6, 10)
+    book.promise(0, made=3, predicted=9)  # only the first promise counts
+    assert book.first[0].predicted == 6
+
+
+def test_later_promises_learn_the_lateness_of_those_before() -> None:
+    """Ten promises made at 0 for slot 10, each started 5 slots late (lateness 0.5 of a 10-slot
+    lead): a promise made at 20 for 24 (lead 4) gets P50 = P90 = 24 + 2."""
+    book = PromiseBook()
+    for j in range(MIN_RESOLVED):
+        book.promise(j, 0, 10)
+        book.start(j, 15)
+    book.promise(99, 20, 24)
+    assert book.first[99] == Promise(20, 24, 26, 26)
+
+
+def test_overdue_promises_count_their_lateness_so_far() -> None:
+    """Ten promises for slot 10 made at 0, none started by 30: lateness so far 2.0 each, so a
+    promise made at 30 for 32 (lead 2) gets P50 = P90 = 32 + 4."""
+    book = PromiseBook()
+    for j in range(MIN_RESOLVED):
+        book.promise(j, 0, 10)
+    book.promise(99, 30, 32)
+    assert book.first[99] == Promise(30, 32, 36, 36)
+
+
+def test_figures_count_an_unstarted_job_at_the_horizon_end() -> None:
+    """Promised 4 and 8 (P50 4 and 8, P90 8 and 16); started at 5 and never (horizon 20):
+    errors 1 and 12 (median 6.5 slots, 3.25 h at 30 minutes); 5 <= 8 covered, 20 > 16 not."""
+    book = PromiseBook()
+    book.promise(0, 0, 4)
+    book.promise(1, 0, 8)
+    book.start(0, 5)
+    book.start(2, 1)  # never promised: not counted
+    assert book.figures(20, 0.5) == (2, 3.25, 3.25, pytest.approx(0.5))
+    assert PromiseBook().figures(20, 0.5) == (0, 0.0, 0.0, 0.0)
+
+
+def test_a_started_job_is_promised_nothing_and_waits_for_nothing() -> None:
+    book = PromiseBook()
+    book.start(0, 3)
+    book.promise(0, 4, 9)
+    book.promise(1, 4, 9)
+    assert book.first.keys() == {1}
+    assert book.waiting() == {1: 9}
