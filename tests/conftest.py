@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -342,3 +344,23 @@ def tiny_files(tmp_path: Path) -> tuple[Path, Path]:
 def any_instance(request: pytest.FixtureRequest) -> Instance:
     """Every instance of this file, one test per instance."""
     return build(INSTANCES[request.param])
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[Any]:
+    """A real Slurm (tests/fake/real_slurm.py): munged, slurmctld and four slurmd with 4 GPUs
+    each, started once for the whole test run and ended after it. Skipped only where the host cannot
+    run it (not root, the packages missing: `make test` installs them as root)."""
+    from fake.real_slurm import SlurmCluster, unavailable
+
+    why = unavailable()
+    if why is not None:
+        pytest.skip(why)
+    root = Path(tempfile.mkdtemp(prefix="hopt-slurm-"))
+    cluster = SlurmCluster(root)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)

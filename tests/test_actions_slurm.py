@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from horizon_opt.actions import RESERVATION_FLAGS, Actions, SlurmOptions, slurm_actions
+from horizon_opt.actions.slurm_state import SlurmState
 from horizon_opt.check import check
 from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError
@@ -207,6 +208,8 @@ def _commands(actions: Actions) -> list[tuple[str, dict[str, str]]]:
     return out
 
 
+EMPTY = SlurmState(occupied={})  # squeue read: no job runs in any reservation
+
 # ---- the state and its plan
 
 STATE: dict[str, Any] = {
@@ -337,9 +340,9 @@ def test_a_changed_plan_changes_only_its_targets() -> None:
     actions = slurm_actions(_instance(), _plan(data), OPTIONS, first.desired)
     assert _commands(actions) == [
         ("delete reservation", {"reservationname": "hopt-chat-20261201T0600-2gpu"}),
-        (
+        (  # it started at 02:00 (now): only its end moves, and only later
             "update reservation",
-            {"reservationname": "hopt-chat-20261201T0200-4gpu", "duration": "360"},
+            {"reservationname": "hopt-chat-20261201T0200-4gpu", "endtime": "2026-12-01T08:00:00"},
         ),
     ]
     del data["assignments"][3]
@@ -387,6 +390,7 @@ def test_next_cycle_keeps_the_running_reservation_and_its_name() -> None:
 
 
 def test_a_running_reservation_the_plan_drops_ends_now_and_a_dropped_hint_is_cleared() -> None:
+    """No job runs in the 02:00 reservation (read from squeue): it can end now."""
     first = slurm_actions(_instance(), _plan(), OPTIONS)
     inst = _instance(_later(3))
     data = _plan_data()
@@ -397,7 +401,7 @@ def test_a_running_reservation_the_plan_drops_ends_now_and_a_dropped_hint_is_cle
     data["inference"].append(
         {"service": "chat", "node": "a-0", "start": 3, "end": 6, "replicas": 1}
     )
-    actions = slurm_actions(inst, _plan(data, inst), OPTIONS, first.desired)
+    actions = slurm_actions(inst, _plan(data, inst), OPTIONS, first.desired, EMPTY)
     got = _commands(actions)
     release = (
         "update reservation",
@@ -566,12 +570,13 @@ def test_running_reservations_go_on_when_their_hosts_keep_their_gpus() -> None:
     ]
     later = _instance({**CHAT_ONLY, "now": 5})
     assert slurm_actions(later, plan, OPTIONS, first.desired).actions == ()
-    # a-0 now stops at 06:00 and a-2 takes over: a-0's reservation is shortened, a-2's is new.
+    # a-0 now stops at 06:00 and a-2 takes over: a-0's reservation (empty) is shortened, a-2's
+    # is new.
     shorter = _chat_plan([("a-0", 0, 6), ("a-1", 4, 8), ("a-2", 6, 8)])
-    got = _commands(slurm_actions(later, shorter, OPTIONS, first.desired))
+    got = _commands(slurm_actions(later, shorter, OPTIONS, first.desired, EMPTY))
     assert got[0] == (
         "update reservation",
-        {"reservationname": "hopt-chat-20261201T0200-4gpu", "duration": "240"},
+        {"reservationname": "hopt-chat-20261201T0200-4gpu", "endtime": "2026-12-01T06:00:00"},
     )
     assert [(k, f["reservationname"], f["nodes"]) for k, f in got[1:]] == [
         ("create reservation", "hopt-chat-20261201T0600-4gpu", "a-2")

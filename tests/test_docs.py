@@ -46,6 +46,16 @@ def test_snippet_loads(where: str, text: str, tmp_path: Path) -> None:
         manifest = yaml.safe_load(text)
         containers = manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
         assert manifest["kind"] == "CronJob" and containers[0]["args"][0] == "run"
+    elif text.lstrip().startswith("groups:"):  # Prometheus alert rules on the run's metrics
+        rules = [r for g in yaml.safe_load(text)["groups"] for r in g["rules"]]
+        names = set(re.findall(r"horizon_opt_[a-z_]+", text))
+        assert rules and all({"alert", "expr"} <= set(r) for r in rules)
+        assert names <= set(
+            re.findall(
+                r"horizon_opt_[a-z_]+",
+                (ROOT / "docs" / "operating.md").read_text().split("Example alert")[0],
+            )
+        )
     elif text.lstrip().startswith("teams:"):  # a cluster file's teams, on a cluster of h100
         file = tmp_path / "cluster.yaml"
         pools = "pools: [{name: h100, gpu_type: H100, nodes: 4, gpus_per_node: 8}]\n"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fake import HORIZON_OPT, assert_current_plan_valid, install_commands, write_demand_csv
 from fake import slurm as fake
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,7 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from horizon_opt.service.folder import StateFolder
 
 REPO = Path(__file__).resolve().parent.parent
-T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
+# The fake's clock is a day ahead of the real one: Slurm's present is the later of the two.
+T0 = (datetime.now(UTC) + timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
 HOSTS = ["gpu-h100-01", "gpu-h100-02", "gpu-h100-03"]
 DEMAND = [2, 2, 3, 4, 4, 3, 2, 2]  # replicas, repeating every 8 hours
 
@@ -204,34 +206,175 @@ def test_without_apply_nothing_reaches_the_scheduler(cluster: dict[str, Any]) ->
     assert "scontrol create reservation" in script and "not applied" in done.stdout
 
 
-def test_an_action_the_scheduler_refuses_stops_the_rest_and_is_tried_again(
+def _metric(c: dict[str, Any], name: str) -> float:
+    text = (c["dir"] / "state" / "metrics.prom").read_text()
+    family = next(f for f in text_string_to_metric_families(text) if f.name == name)
+    return float(family.samples[0].value)
+
+
+def _names_held(c: dict[str, Any]) -> set[str]:
+    return set(_world_now(c)["reservations"])
+
+
+def test_an_action_the_scheduler_refuses_stops_the_rest_and_the_next_cycle_repairs(
     cluster: dict[str, Any],
 ) -> None:
-    """A reservation name Slurm already has (someone made it by hand): its create is refused;
-    applied.json records only what ran, the cycle exits 1, and the next cycle tries again."""
+    """Slurm refuses one create: the cycle stops there, exits 1, the ledger lists every command
+    that ran, last_success does not move; the next cycle sends only what is missing."""
     dry = _run(cluster)
     assert dry.returncode == 0, dry.stderr
     actions = json.loads((cluster["dir"] / "state" / "current" / "actions.json").read_text())
     creates = [a for a in actions["actions"] if "create" in a["argv"]]
-    taken = next(p for p in creates[1]["argv"] if p.startswith("ReservationName=")).split("=")[1]
+    refused = next(p for p in creates[1]["argv"] if p.startswith("ReservationName=")).split("=")[1]
     world = _world_now(cluster)
-    world["reservations"][taken] = {
-        "ReservationName": taken,
-        "StartTime": "2030-01-01T00:00:00",
-        "Duration": "1",
-        "Nodes": HOSTS[2],
-    }
+    world["refuse"] = [refused]
     cluster["world"].write_text(json.dumps(world))
     failed = _run(cluster, "--apply")
-    assert failed.returncode == 1 and "Duplicate reservation name" in failed.stderr
+    assert failed.returncode == 1 and "Requested nodes are busy" in failed.stderr
     applied = json.loads((cluster["dir"] / "state" / "applied.json").read_text())
     ran = _commands(cluster)
-    assert f"reservation/{taken}" not in applied
+    assert f"reservation/{refused}" not in applied
     assert len(applied) == len(ran) - 1  # every command the fake took, not the refused one
     status = json.loads((cluster["dir"] / "state" / "status.json").read_text())
     assert status["ok"] is False and status["plan_in_force"] == status["cycle"]
-    retry = _run(cluster, "--apply")  # the refused create is sent again, the others are not
-    assert retry.returncode == 1
-    assert next(a for a in _commands(cluster)[len(ran) :] if "create" in a)[3] == (
-        f"ReservationName={taken}"
-    )
+    assert status["last_success"] != status["time"]
+    assert _metric(cluster, "horizon_opt_commands_failed") == 1
+    assert _metric(cluster, "horizon_opt_cycle_success") == 0
+    world = _world_now(cluster)
+    world["refuse"] = []
+    cluster["world"].write_text(json.dumps(world))
+    held = _names_held(cluster)
+    retry = _run(cluster, "--apply")
+    assert retry.returncode == 0, retry.stderr
+    again = [a[3] for a in _commands(cluster)[len(ran) :] if a[1:3] == ["create", "reservation"]]
+    assert f"ReservationName={refused}" in again
+    assert not {f"ReservationName={n}" for n in held} & set(again)
+    assert _metric(cluster, "horizon_opt_commands_failed") == 0
+
+
+def test_a_kill_mid_apply_and_a_hand_deleted_reservation_are_repaired_next_cycle(
+    cluster: dict[str, Any],
+) -> None:
+    """Slurm holds what ran before a kill (the ledger lost it) and someone deletes one by hand:
+    the next cycle reads the reservations back, creates only the missing one, never one twice."""
+    first = _run(cluster, "--apply")
+    assert first.returncode == 0, first.stderr
+    held = _names_held(cluster)
+    (cluster["dir"] / "state" / "applied.json").write_text("{}\n")  # the kill: ledger empty
+    world = _world_now(cluster)
+    gone = sorted(held)[-1]
+    del world["reservations"][gone]
+    cluster["world"].write_text(json.dumps(world))
+    sent = len(_commands(cluster))
+    again = _run(cluster, "--apply")
+    assert again.returncode == 0, again.stderr + again.stdout
+    new = [a for a in _commands(cluster)[sent:] if "reservation" in " ".join(a)]
+    assert [a[3] for a in new if a[1:3] == ["create", "reservation"]] == [f"ReservationName={gone}"]
+    assert _names_held(cluster) == held
+    assert not _world_now(cluster).get("ended")
+    assert _metric(cluster, "horizon_opt_drift_reservations") == len(held) - 1
+
+
+def test_a_failing_history_read_warns_and_the_cycle_goes_on(cluster: dict[str, Any]) -> None:
+    config = cluster["dir"] / "run.yaml"
+    config.write_text(config.read_text() + 'history: {command: ["false"]}\n')
+    done = _run(cluster, "--apply")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "history was not read" in done.stdout + done.stderr
+    assert _metric(cluster, "horizon_opt_cycle_success") == 1
+
+
+def test_a_down_node_gets_no_reservation_and_is_noted(cluster: dict[str, Any]) -> None:
+    world = _world_now(cluster)
+    world["nodes"][HOSTS[2]]["state"] = "DOWN*"
+    cluster["world"].write_text(json.dumps(world))
+    done = _run(cluster, "--apply")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert f"node {HOSTS[2]} is DOWN" in done.stderr
+    held = _world_now(cluster)["reservations"].values()
+    assert held and not [r for r in held if HOSTS[2] in r["Nodes"]]
+
+
+def test_a_start_hint_read_back_is_not_a_release_so_a_later_plan_can_start_it_earlier(
+    cluster: dict[str, Any],
+) -> None:
+    """Slurm reports a StartTime= hint as the job's eligible_time; the next cycle must not read
+    it as the job's release (the hint could then only move later)."""
+    first = _run(cluster, "--apply")
+    assert first.returncode == 0, first.stderr
+    world = _world_now(cluster)
+    hinted = {str(j["id"]): j["begin"] for j in world["jobs"] if j.get("begin")}
+    later = {i: b for i, b in hinted.items() if b > world["clock"]}
+    assert later  # some pending job waits for a later start
+    again = _run(cluster, "--apply")
+    assert again.returncode == 0, again.stderr
+    document = yaml.safe_load((cluster["dir"] / "state" / "current" / "instance.yaml").read_text())
+    releases = {j["id"]: j.get("release") for j in document["jobs"]}
+    for job, begin in later.items():
+        hint = datetime.fromtimestamp(begin, UTC).isoformat().replace("+00:00", "Z")
+        assert releases[job] != hint, (job, releases[job])
+
+
+def test_a_reservation_a_job_entered_since_the_queue_was_read_is_not_ended(
+    cluster: dict[str, Any],
+) -> None:
+    """The queue said the started reservation was empty (the plan drops it: it would end
+    now); when the command is about to run a replica runs in it: the command is held back."""
+    assert _run(cluster, "--apply").returncode == 0
+    _tick(cluster, 60)
+    world = _world_now(cluster)
+    begun = [
+        n for n, r in world["reservations"].items() if fake._epoch(r["StartTime"]) < world["clock"]
+    ]
+    assert begun
+    running = next(j for j in world["jobs"] if j["state"] == "RUNNING")
+    running["resv"] = begun[0]  # squeue --json does not say it: it started after the read
+    cluster["world"].write_text(json.dumps(world))
+    write_demand_csv(cluster["dir"] / "chat.csv", T0, [0])
+    done = _run(cluster, "--apply")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert f"release reservation/{begun[0]} not run: jobs run in it" in done.stderr
+    assert begun[0] not in _world_now(cluster).get("ended", [])
+    applied = json.loads((cluster["dir"] / "state" / "applied.json").read_text())
+    assert f"reservation/{begun[0]}" in applied
+
+
+def _sacct(runs: list[tuple[int, str, int, int]]) -> dict[str, Any]:
+    """sacct --json of completed runs: (id, name, limit minutes, elapsed minutes), alice's."""
+    start = _epoch(T0 - timedelta(days=2))
+    jobs = [
+        {
+            "job_id": i,
+            "name": name,
+            "user": "alice",
+            "account": "ml",
+            "partition": "gpu-h100",
+            "array": {"job_id": 0, "task_id": {"set": False, "infinite": False, "number": 0}},
+            "state": {"current": ["COMPLETED"], "reason": "None"},
+            "time": {
+                "elapsed": 60 * elapsed,
+                "limit": {"set": True, "infinite": False, "number": limit},
+                "start": start,
+                "end": start + 60 * elapsed,
+                "submission": start,
+            },
+        }
+        for i, name, limit, elapsed in runs
+    ]
+    meta = {"plugin": {"data_parser": "data_parser/v0.0.41"}, "slurm": {"release": "24.05.3"}}
+    return {"jobs": jobs, "meta": meta, "errors": [], "warnings": []}
+
+
+def test_with_history_no_reservation_takes_gpus_before_the_running_jobs_limits(
+    cluster: dict[str, Any],
+) -> None:
+    """sacct says alice's job-101 runs take half their limit: 101 (started an hour ago, limit
+    4 h) is predicted to end in an hour, but holds its 8 GPUs until its limit, 3 h from now;
+    every reservation leaves them to it."""
+    runs = [(900 + k, "job-101", 240, 120) for k in range(3)]
+    (cluster["dir"] / "sacct.json").write_text(json.dumps(_sacct(runs)))
+    config = cluster["dir"] / "run.yaml"
+    config.write_text(config.read_text() + "history: {file: sacct.json}\n")
+    done = _run(cluster, "--apply")
+    assert done.returncode == 0, done.stderr + done.stdout
+    _check_holds(cluster)

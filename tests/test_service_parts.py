@@ -240,6 +240,10 @@ def test_demand_past_the_gpus_running_jobs_leave_is_planned_with_what_fits(
         for t in range(1, 8)
     }
     assert replicas == {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 2, 7: 2}
+    metrics = (tmp_path / "st" / "metrics.prom").read_text()
+    # what the forecast requires, not what fits: 2 replicas of 2 GPUs, beside the 2 reserved
+    assert 'horizon_opt_inference_required_gpus{service="chat"} 4' in metrics
+    assert 'horizon_opt_inference_reserved_gpus{service="chat"} 2' in metrics
 
 
 # -- the promise ledger ------------------------------------------------------------------------

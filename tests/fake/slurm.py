@@ -51,7 +51,7 @@ def _record(job: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         "state_reason": "None" if running else "Priority",
         "priority": _num(job["priority"]),
         "submit_time": _num(job["submit"]),
-        "eligible_time": _num(job["submit"]),
+        "eligible_time": _num(job.get("begin") or job["submit"]),  # StartTime= sets it
         "start_time": _num(job.get("start") if running else job.get("begin")),
         "time_limit": _num(job["limit_minutes"]),
         "node_count": _num(job["nodes"]),
@@ -101,6 +101,37 @@ def _pairs(args: list[str]) -> dict[str, str]:
     return out
 
 
+def show(state: dict[str, Any], args: list[str]) -> str:
+    """`scontrol version`, `show reservation -o`, `show nodes -o`, as Slurm 24.05 writes them."""
+    if args == ["version"]:
+        return "slurm 24.05.3\n"
+    if args[:2] == ["show", "nodes"]:
+        return "".join(
+            f"NodeName={h} Arch=x86_64 OS=Linux 6.1 #1 SMP State={n.get('state', 'IDLE')} "
+            f"Partitions={n['partition']} Reason={n.get('reason', '(null)')}\n"
+            for h, n in state["nodes"].items()
+        )
+    lines = []
+    for name, r in sorted(state["reservations"].items()):
+        start = _epoch(r["StartTime"])
+        end = start + 60 * int(r["Duration"])
+        nodes = r["Nodes"].split(",")
+        per = r.get("TRESPerNode", "")
+        tres = f"cpu={32 * len(nodes)}" + (
+            f",gres/gpu={int(per.split('=')[1]) * len(nodes)}" if per else ""
+        )
+        lines.append(
+            f"ReservationName={name} StartTime={_iso(start)} EndTime={_iso(end)} "
+            f"Duration={r['Duration']} Nodes={r['Nodes']} NodeCnt={len(nodes)} "
+            f"Flags={r.get('Flags', '')} TRES={tres} Users={r.get('Users', '')} State=ACTIVE"
+        )
+    return "\n".join(lines) + "\n" if lines else "No reservations in the system\n"
+
+
+def _iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def scontrol(state: dict[str, Any], args: list[str]) -> None:
     state["log"].append(["scontrol", *args])
     verb = args[0]
@@ -137,6 +168,8 @@ def _reservation(state: dict[str, Any], verb: str, pairs: dict[str, str]) -> Non
     if not name:
         raise SystemExit("scontrol: error: ReservationName must be given")
     have = state["reservations"]
+    if name in state.get("refuse", []):
+        raise SystemExit(f"Error creating the reservation: Requested nodes are busy ({name})")
     if verb == "create" and name in have:
         raise SystemExit(f"Error creating the reservation: Duplicate reservation name {name}")
     if verb in ("update", "delete") and name not in have:
@@ -144,10 +177,14 @@ def _reservation(state: dict[str, Any], verb: str, pairs: dict[str, str]) -> Non
     if verb == "delete":
         del have[name]
         return
-    if pairs.get("EndTime") == "now":  # end a running reservation here
-        pairs = {k: v for k, v in pairs.items() if k != "EndTime"}
-        start = _epoch(have[name]["StartTime"])
-        pairs["Duration"] = str(max((state["clock"] - start) // 60, 0))
+    if pairs.get("StartTime") == "now":
+        pairs["StartTime"] = _iso(state["clock"])
+    if "EndTime" in pairs:  # end a running reservation now, or move its end
+        end = pairs.pop("EndTime")
+        start = _epoch(pairs.get("StartTime") or have[name]["StartTime"])
+        stop = state["clock"] if end == "now" else _epoch(end)
+        pairs["Duration"] = str(max((stop - start) // 60, 0))
+        state.setdefault("ended", []).extend([name] if end == "now" else [])
     have[name] = {**have.get(name, {}), **pairs}
 
 
@@ -204,12 +241,20 @@ def tick(state: dict[str, Any], minutes: int) -> None:
 def main(argv: list[str]) -> int:
     path, state = _load()
     command, args = argv[0], argv[1:]
+    if command == "squeue" and "--json" not in args:  # the jobs running in a reservation
+        name = next(a.split("=", 1)[1] for a in args if a.startswith("--reservation="))
+        running = [j for j in state["jobs"] if j["state"] == "RUNNING" and j.get("resv") == name]
+        sys.stdout.write("".join(f"{j['id']}\n" for j in running))
+        return 0
     if command == "squeue":
         sys.stdout.write(squeue(state))
         return 0
     if command == "tick":
         tick(state, int(args[0]))
         _save(path, state)
+        return 0
+    if command == "scontrol" and args and args[0] in ("version", "show"):
+        sys.stdout.write(show(state, args))
         return 0
     if command == "scontrol":
         try:

@@ -33,8 +33,15 @@ held when it ends. Inference replicas are jobs of `users` no longer than their p
 
 Changes: a reservation that has not started is updated (`Duration=`, and `Nodes=` for whole-node
 ones; Slurm cannot change the nodes of a GPU reservation, so that is a delete and a create) or
-deleted; one that has started and is no longer wanted is ended now (`EndTime=now`: Slurm refuses
-to delete a reservation that jobs run in); one that has ended is left for Slurm to purge.
+deleted. One that has started (its start at or before the clock) is never deleted (Slurm refuses
+one in use) and never ended while jobs run in it (they would end with it): actions/slurm_keep.py
+changes it in place (`Nodes=`, `EndTime=` only later) or keeps it to its end; an empty one the
+plan drops is ended now (`EndTime=now`); one that has ended is left for Slurm to purge. A period
+whose start has passed when the commands run is created `StartTime=now` with its `EndTime=`
+(slurmctld refuses a start more than a few minutes in the past). No period starts on GPUs a
+running job holds before its time limit (`SlurmState.held`). With `SlurmState.reservations`
+(read back from Slurm each cycle) the commands start from what Slurm holds, not from what an
+earlier cycle believed it sent; with `SlurmState.version` before 23.11 whole nodes are reserved.
 
 Jobs: a pending job the plan assigns gets `StartTime=` (its earliest start) at the planned
 start and, when that falls within `hold_after_minutes` (the re-planning cadence), `ReqNodeList=`
@@ -52,7 +59,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -65,23 +72,25 @@ from horizon_opt.actions.core import (
     check_plan,
     checked_applied,
     is_running,
+    parse_desired,
     wall_clock,
 )
 from horizon_opt.actions.layout import (
     Period,
-    Run,
     Segment,
     group_runs,
     host_runs,
     node_owners,
     segments,
 )
+from horizon_opt.actions.slurm_keep import clip_runs, going_on, started
+from horizon_opt.actions.slurm_state import GPU_RESERVATIONS, SlurmState
 from horizon_opt.errors import InputError
 from horizon_opt.instance import Instance
 from horizon_opt.plan import Assignment, Plan
 from horizon_opt.times import iso, parse_time
 
-__all__ = ["RESERVATION_FLAGS", "SlurmOptions", "slurm_actions"]
+__all__ = ["RESERVATION_FLAGS", "SlurmOptions", "SlurmState", "slurm_actions"]
 
 RESERVATION_FLAGS = frozenset(
     [
@@ -110,6 +119,10 @@ RESERVATION_FLAGS = frozenset(
     ]
 )
 """The flags scontrol(1) lists for `create reservation`."""
+
+STARTING = timedelta(minutes=2)
+"""A reservation starting this soon is not deleted: it may have started when the command runs,
+and Slurm refuses to delete a started one (the next cycle ends it if it is empty)."""
 
 SLURM_JOB_ID = re.compile(r"^[0-9]+(_[0-9]+)?$")
 _NAME_PART = re.compile(r"[^A-Za-z0-9_.-]")
@@ -165,18 +178,34 @@ def slurm_actions(
     plan: Plan,
     options: SlurmOptions,
     applied: Mapping[str, Mapping[str, str]] | None = None,
+    state: SlurmState | None = None,
 ) -> Actions:
     """The scontrol commands that make Slurm follow `plan` from `instance.now` on, for what
-    changed since `applied` (the `desired` of the last applied cycle; None: nothing applied)."""
+    changed since `applied` (the `desired` of the last applied cycle; None: nothing applied).
+    `state`: what the cycle read from Slurm; its reservations, when read, replace the applied
+    ones (so a lost command or a reservation deleted by hand is repaired), and its version
+    chooses the form of the reservations."""
+    state = state or SlurmState()
     zone = options.zone()
-    now = wall_clock(instance)
+    notes: list[str] = []
+    if options.granularity == "gpu" and state.version and state.version < GPU_RESERVATIONS:
+        options = replace(options, granularity="node")
+        notes.append(
+            f"Slurm {state.version[0]}.{state.version[1]:02d} has no GPU reservations "
+            "(23.11 and later): whole nodes are reserved"
+        )
+    clock = state.clock or wall_clock(instance)
     assigned = check_plan(instance, plan)
     before = checked_applied(applied)
+    if state.reservations is not None:
+        jobs = {t: p for t, p in (before or {}).items() if not t.startswith("reservation/")}
+        before = {**jobs, **parse_desired(state.reservations, "reservations read back")}
     segs = segments(instance, plan)
-    desired, notes = _reservations(instance, segs, options, before or {})
+    desired, more = _reservations(instance, segs, options, before or {}, state, clock)
+    notes += more
     if options.start_hints:
         desired.update(_job_hints(instance, assigned, options))
-    render = _Renderer(instance, options, zone, now)
+    render = _Renderer(instance, options, zone, clock, state)
     return Actions(desired, tuple(changes(before, desired, render)), "slurm", tuple(notes))
 
 
@@ -184,49 +213,39 @@ def slurm_actions(
 
 
 def _reservations(
-    instance: Instance, segs: list[Segment], options: SlurmOptions, before: Desired
+    instance: Instance,
+    segs: list[Segment],
+    options: SlurmOptions,
+    before: Desired,
+    state: SlurmState,
+    clock: datetime,
 ) -> tuple[Desired, list[str]]:
-    """Reservation targets: the running ones that go on, and the periods that start before
-    now + lookahead."""
+    """Reservation targets: the started ones that go on, and the periods that start before
+    now + lookahead, none on GPUs a running job holds before its limit."""
     whole = options.granularity == "node"
     runs = host_runs(instance, segs, (lambda s: node_owners(instance, s)) if whole else _gpus)
+    runs, notes = clip_runs(instance, runs, state.held, whole)
     ahead = instance.now * instance.slot_minutes + options.lookahead_minutes
-    active = _active(before, wall_clock(instance))
+    active = started(before, clock)
     out: Desired = {}
     found: list[Period] = []
     for service in instance.services:
-        mine = active.get(service.name, [])
-        going_on, rest = _going_on(service.name, instance.now, runs[service.name], mine)
-        for name, start, period in going_on:
-            out[f"reservation/{name}"] = {**_props(instance, period, whole), "start": start}
+        kept = going_on(instance, runs[service.name], active.get(service.name, []), whole, state)
+        out.update(kept.targets)
+        notes += kept.notes
         found += [
-            p for p in group_runs(service.name, rest) if p.start * instance.slot_minutes < ahead
+            p
+            for p in group_runs(service.name, kept.rest)
+            if p.start * instance.slot_minutes < ahead
         ]
+    soon = [*active.values(), *started(before, clock + STARTING).values()]
+    begun = {f"reservation/{a.name}" for mine in soon for a in mine}  # or too soon to delete
     for p, name in zip(found, _names(instance, found, options), strict=True):
+        if f"reservation/{name}" in out.keys() | begun:  # a started one has that name
+            name = f"{name}-{_NAME_PART.sub('_', p.hosts[0])}"
         out[f"reservation/{name}"] = _props(instance, p, whole)
-    notes = _unreserved(instance, segs, options) if whole else []
+    notes += _unreserved(instance, segs, options) if whole else []
     return out, notes
-
-
-def _going_on(
-    service: str, now: int, runs: list[Run], active: list[tuple[str, str, tuple[str, ...], int]]
-) -> tuple[list[tuple[str, str, Period]], list[Run]]:
-    """The running reservations the plan keeps: every host of one still has a run from `now`
-    with its size; it goes on to the first of their ends (a host's run past that is left to a
-    new period). Returns (name, start, period) of those, and the runs left."""
-    by_host = {r.host: r for r in runs if r.start == now}
-    kept = []
-    for name, start, hosts, g in active:
-        if not hosts or not all(h in by_host and by_host[h].gpus == g for h in hosts):
-            continue
-        end = min(by_host[h].end for h in hosts)
-        kept.append((name, start, Period(service, now, end, hosts, g)))
-        for h in hosts:
-            run = by_host.pop(h)
-            if run.end > end:
-                by_host[h] = Run(h, end, run.end, g)  # no longer starts at now: not matched again
-    rest = [r for r in runs if r.start != now] + list(by_host.values())
-    return kept, rest
 
 
 def _gpus(segment: Segment) -> Mapping[str, Mapping[str, int]]:
@@ -245,23 +264,9 @@ def _props(instance: Instance, p: Period, whole: bool) -> dict[str, str]:
     }
 
 
-def _active(
-    before: Desired, now: datetime
-) -> dict[str, list[tuple[str, str, tuple[str, ...], int]]]:
-    """Reservations of the applied state running at `now`, by service: (name, start, hosts,
-    GPUs per host; 0 for whole nodes)."""
-    out: dict[str, list[tuple[str, str, tuple[str, ...], int]]] = {}
-    for target, props in sorted(before.items()):
-        if not target.startswith("reservation/"):
-            continue
-        start, end = parse_time(props.get("start", "")), parse_time(props.get("end", ""))
-        size = props.get("gpus_per_node", "")
-        if start is None or end is None or not start < now < end or not (size or "0").isdigit():
-            continue
-        hosts = tuple(h for h in props.get("nodes", "").split(",") if h)
-        entry = (target.removeprefix("reservation/"), props["start"], hosts, int(size or "0"))
-        out.setdefault(props.get("service", ""), []).append(entry)
-    return out
+def name_part(service: str) -> str:
+    """A service's name as reservation names write it."""
+    return _NAME_PART.sub("_", service)
 
 
 def _names(instance: Instance, found: list[Period], options: SlurmOptions) -> list[str]:
@@ -331,10 +336,18 @@ def _job_hints(
 class _Renderer:
     """The commands for one changed target, with what they need to know of this cycle."""
 
-    def __init__(self, instance: Instance, options: SlurmOptions, zone: ZoneInfo, now: datetime):
+    def __init__(
+        self,
+        instance: Instance,
+        options: SlurmOptions,
+        zone: ZoneInfo,
+        now: datetime,
+        state: SlurmState,
+    ):
         self.options = options
         self.zone = zone
         self.now = now
+        self.state = state
         self.pending = {j.id for j in instance.jobs if not is_running(instance, j)}
 
     def __call__(
@@ -372,23 +385,45 @@ class _Renderer:
             return self._gone(name, target, old)
         if old is None:
             return [self._create(name, target, new)]
-        nodes_changed = (old.get("nodes"), old.get("gpus_per_node")) != (
-            new["nodes"],
+        nodes_changed = (set(old.get("nodes", "").split(",")), old.get("gpus_per_node")) != (
+            set(new["nodes"].split(",")),
             new["gpus_per_node"],
         )
-        if nodes_changed and new["gpus_per_node"]:
+        if nodes_changed and new["gpus_per_node"] and not self._started(old):
             why = "Slurm cannot change the nodes of a GPU reservation: deleted and made again"
             gone = Action("delete", target, ("scontrol", "delete", f"ReservationName={name}"), why)
             return [gone, self._create(name, target, new)]
-        argv = ["scontrol", "update", f"ReservationName={name}"]
+        argv = [*self._tz(), "update", f"ReservationName={name}"]
         if nodes_changed:
             argv.append(f"Nodes={new['nodes']}")
         if old.get("end") != new["end"] or old.get("start") != new["start"]:
-            argv.append(f"Duration={_minutes(new)}")
-        if len(argv) == 3:
+            if self._started(old):  # the start has passed: only the end moves
+                argv.append(f"EndTime={self._time(new['end'])}")
+            else:
+                argv.append(f"Duration={_minutes(new)}")
+        if len(argv) == 5:
             return []  # nothing Slurm holds changed
         why = f"{new['service']}: the plan now reserves {_what(new)} from {self._span(new)}"
         return [Action("update", target, tuple(argv), why)]
+
+    def _start(self, text: str) -> str:
+        """The start to create at: `now` once it has passed (slurmctld refuses a start more
+        than a few minutes in the past, and the plan's slot began before the snapshot)."""
+        when = parse_time(text)
+        return "now" if when is not None and when < self.now else self._time(text)
+
+    def _length(self, props: Mapping[str, str]) -> str:
+        """`Duration=` from a start to come; `EndTime=` from one that starts now, so Slurm
+        holds the plan's end to the second."""
+        start = parse_time(props["start"])
+        if start is not None and start < self.now:
+            return f"EndTime={self._time(props['end'])}"
+        return f"Duration={_minutes(props)}"
+
+    def _started(self, props: Mapping[str, str]) -> bool:
+        """It has started at the clock (a start exactly at it counts: Slurm has begun it)."""
+        start = parse_time(props.get("start", ""))
+        return start is not None and start <= self.now
 
     def _create(self, name: str, target: str, new: Mapping[str, str]) -> Action:
         o = self.options
@@ -397,8 +432,8 @@ class _Renderer:
             "create",
             "reservation",
             f"ReservationName={name}",
-            f"StartTime={self._time(new['start'])}",
-            f"Duration={_minutes(new)}",
+            f"StartTime={self._start(new['start'])}",
+            self._length(new),
             f"Nodes={new['nodes']}",
         ]
         if new["gpus_per_node"]:
@@ -419,11 +454,14 @@ class _Renderer:
         service = old.get("service", "?")
         if end is not None and end <= self.now:
             return []  # it has ended: Slurm purges it
-        if start is not None and start < self.now:
+        if start is not None and self.now < start <= self.now + STARTING:
+            return []  # it starts before a delete could reach Slurm: the next cycle ends it
+        if start is not None and start <= self.now:
+            if self.state.is_occupied(name):
+                return []  # jobs run in it: it goes on to its end rather than end them now
             why = (
-                f"{service}: the plan no longer holds {_what(old)} from now: the running "
-                "reservation ends now (Slurm cannot delete one that jobs run in; jobs in it end "
-                "as slurm.conf ResvOverRun says)"
+                f"{service}: the plan no longer holds {_what(old)} from now: the started "
+                "reservation, with no job in it, ends now (Slurm refuses to delete a started one)"
             )
             argv = ("scontrol", "update", f"ReservationName={name}", "EndTime=now")
             return [Action("release", target, argv, why)]
@@ -455,6 +493,7 @@ class _Renderer:
 
 
 def _minutes(props: Mapping[str, str]) -> int:
+    """Minutes from the start to the end, rounded up."""
     start, end = parse_time(props["start"]), parse_time(props["end"])
     if start is None or end is None:
         raise InputError(

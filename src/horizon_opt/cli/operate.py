@@ -127,7 +127,8 @@ def summary(cycle: Cycle, config: RunConfig, apply: bool) -> list[str]:
     shown = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none: nothing changed"
     script = cycle.folder / "actions.sh"
     if apply:
-        lines.append(f"  actions: {shown}; {cycle.applied} applied ({script})")
+        failed = f", {cycle.failed} failed (the rest not run)" if cycle.failed else ""
+        lines.append(f"  actions: {shown}; {cycle.applied} applied{failed} ({script})")
     else:
         lines.append(f"  actions: {shown}; written to {script}, not applied (--apply runs them)")
     return lines

@@ -104,6 +104,18 @@ Duration = Annotated[str, BeforeValidator(_zero), AfterValidator(_checked(positi
 PositiveDuration = Annotated[str, BeforeValidator(_zero), AfterValidator(_checked(positive=True))]
 
 
+class ServiceJobs(_Model):
+    """The service's own Slurm jobs (its replicas): served inference, not batch work."""
+
+    users: list[str] = Field(default_factory=list)
+    accounts: list[str] = Field(default_factory=list)
+    partitions: list[str] = Field(default_factory=list)
+    qos: list[str] = Field(default_factory=list)
+
+    def any(self) -> bool:
+        return bool(self.users or self.accounts or self.partitions or self.qos)
+
+
 class SlurmSettings(_Model):
     users: list[str] = Field(
         default_factory=list, description="Users= of the inference reservations."
@@ -125,7 +137,18 @@ class SlurmSettings(_Model):
     )
     granularity: Literal["gpu", "node"] = Field(
         default="gpu",
-        description="gpu: reserve GPUs (TRESPerNode, Slurm 23.11+); node: whole nodes.",
+        description="gpu: reserve GPUs (TRESPerNode, Slurm 23.11+; older Slurm gets whole "
+        "nodes); node: whole nodes.",
+    )
+    read_back: bool = Field(
+        default=True,
+        description="With the queue from a command: read Slurm's version, nodes and this "
+        "tool's reservations each cycle (scontrol) and start the commands from them.",
+    )
+    service_jobs: ServiceJobs = Field(
+        default_factory=ServiceJobs,
+        description="The service's own jobs (by users, accounts, partitions, qos): its "
+        "replicas, left out of the batch work.",
     )
 
     @property

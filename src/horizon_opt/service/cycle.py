@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,8 +29,8 @@ from typing import Any
 import yaml
 
 from horizon_opt.actions import (
+    Action,
     Actions,
-    Desired,
     KueueOptions,
     SlurmOptions,
     kueue_actions,
@@ -37,6 +38,8 @@ from horizon_opt.actions import (
     slurm_actions,
 )
 from horizon_opt.actions.core import is_running
+from horizon_opt.actions.slurm import name_part
+from horizon_opt.actions.slurm_state import SlurmState, drift
 from horizon_opt.check import check
 from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError, InstanceError
@@ -51,6 +54,7 @@ from horizon_opt.io import move_demand_csvs, parse_spec, read_demand_csv
 from horizon_opt.params import LOOP
 from horizon_opt.plan import Plan
 from horizon_opt.replan import replan, with_held_promises
+from horizon_opt.service.apply import Applied, apply_actions
 from horizon_opt.service.config import RunConfig, Source
 from horizon_opt.service.folder import StateFolder
 from horizon_opt.service.metrics import plan_metrics, status_metrics
@@ -62,8 +66,18 @@ from horizon_opt.service.promises import (
     updated,
 )
 from horizon_opt.service.rebase import rebased
-from horizon_opt.service.shortfall import capped
+from horizon_opt.service.shortfall import capped, required_now
+from horizon_opt.service.slurm_read import (
+    SlurmRead,
+    held_to_limits,
+    hints_of,
+    outages,
+    read_slurm,
+    without_own_hints,
+    without_service_jobs,
+)
 from horizon_opt.solvers import SolveOptions, solve
+from horizon_opt.spec import OutageSpec
 from horizon_opt.times import iso, parse_time
 
 
@@ -82,6 +96,7 @@ class Cycle:
     plan: Plan | None = None
     actions: Actions | None = None
     applied: int = 0  # actions run (`apply`)
+    failed: int = 0  # actions that failed (`apply`; the first failure stops the rest)
     running: int = 0  # jobs running at the snapshot (placed before `now`)
     lines: tuple[str, ...] = ()  # what a person reads: notes, warnings, the summary
     error: str | None = None
@@ -98,16 +113,19 @@ def run_cycle(config: RunConfig, *, apply: bool = False, now: datetime | None = 
             good = _plan_cycle(config, folder, when, now, lines)
         except CycleFailed as exc:
             return _failed(folder, config, when, exc, lines)
-        applied, apply_error = (0, None)
+        done = Applied(0, 0, None)
         if apply:
-            applied, apply_error = _apply(config, folder, good.actions)
+            done = apply_actions(folder, good.actions, _runner(config), _guard(config))
+            lines += [f"warning: {line}" for line in done.skipped]
+        apply_error = done.error
         cycle = Cycle(
             ok=apply_error is None,
             when=when,
             folder=good.folder,
             plan=good.plan,
             actions=good.actions,
-            applied=applied,
+            applied=done.done,
+            failed=done.failed,
             running=good.running,
             lines=tuple(lines),
             error=apply_error,
@@ -134,9 +152,13 @@ def _plan_cycle(
 ) -> _Good:
     payloads = {"queue": _read(config.queue, "queue", config.command_timeout)}
     if config.history is not None:
-        payloads["history"] = _read(config.history, "history", config.command_timeout)
+        try:
+            payloads["history"] = _read(config.history, "history", config.command_timeout)
+        except CycleFailed as exc:  # the history is optional: run times from the limits
+            lines.append(f"warning: the history was not read ({exc}): planned without it")
     cluster = _cluster(config)
-    document, instance = _state(config, cluster, payloads, now, lines)
+    read = _read_slurm(config, cluster, payloads["queue"], folder, lines)
+    document, instance, required = _state(config, cluster, payloads, now, lines, read)
     if instance.start is None:
         raise CycleFailed("import", ["the instance has no horizon.start: actions need times"])
     promises = read_promises(folder.last_cycle(), lines)
@@ -144,8 +166,11 @@ def _plan_cycle(
     violations = check(instance, plan)
     if violations:
         raise CycleFailed("check", [f"the plan is invalid: {violations[0]}"])
-    actions = _actions(config, cluster, instance, plan, folder)
-    metrics = plan_metrics(instance, plan, actions.by_kind())
+    actions = _actions(config, cluster, instance, plan, folder, read, document)
+    lines += [f"note: {n}" for n in actions.notes]
+    metrics = plan_metrics(
+        instance, plan, actions.by_kind(), required, None if read is None else read.drift
+    )
     files = {
         "queue.txt": payloads["queue"],
         "instance.yaml": yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
@@ -204,6 +229,56 @@ def run_command(argv: list[str], what: str, timeout: float) -> str:
     return done.stdout
 
 
+def _runner(config: RunConfig) -> Callable[[list[str], str], str]:
+    def run(argv: list[str], what: str) -> str:
+        return run_command(argv, what, config.command_timeout)
+
+    return run
+
+
+def _guard(config: RunConfig) -> Callable[[Action], str | None] | None:
+    """On Slurm: a reservation is ended now only if no job runs in it when the command is
+    about to run (a replica may have started in it since the queue was read)."""
+    if config.scheduler != "slurm":
+        return None
+
+    def guard(action: Action) -> str | None:
+        if action.kind != "release":
+            return None
+        name = action.target.removeprefix("reservation/")
+        argv = ["squeue", "-h", "-t", "RUNNING,CONFIGURING", f"--reservation={name}", "-o", "%i"]
+        try:
+            jobs = run_command(argv, "squeue", config.command_timeout).split()
+        except CycleFailed as exc:
+            return f"could not tell whether jobs run in it ({exc})"
+        return f"jobs run in it ({', '.join(jobs)})" if jobs else None
+
+    return guard
+
+
+def _read_slurm(
+    config: RunConfig,
+    cluster: ClusterFile | None,
+    queue: str,
+    folder: StateFolder,
+    lines: list[str],
+) -> SlurmRead | None:
+    """What Slurm holds besides the queue (slurm_read), when the queue comes from Slurm."""
+    s = config.slurm
+    if config.scheduler != "slurm" or not s.read_back or config.queue.command is None:
+        return None
+    services = {} if cluster is None else {name_part(v.name): v.name for v in cluster.services}
+    try:
+        read, notes = read_slurm(s, _parsed(queue, "queue"), services, _runner(config))
+        text = folder.applied()
+        ledger = {} if text is None else read_desired(text, str(folder.root / "applied.json"))
+    except InputError as exc:
+        raise CycleFailed("read back", exc.problems) from None
+    lines += [f"note: {n}" for n in notes]
+    held = read.state.reservations or {}
+    return replace(read, hints=hints_of(ledger), drift=drift(ledger, held) if text else 0)
+
+
 def _parsed(text: str, what: str) -> Any:
     try:
         return json.loads(text) if text.lstrip().startswith(("{", "[")) else yaml.safe_load(text)
@@ -227,9 +302,11 @@ def _state(
     payloads: dict[str, str],
     now: datetime | None,
     lines: list[str],
-) -> tuple[dict[str, Any], Instance]:
+    read: SlurmRead | None = None,
+) -> tuple[dict[str, Any], Instance, dict[str, int] | None]:
     """The cluster's state as an instance document (demand CSV paths made absolute, so the
-    cycle's copy reads the same series) and the compiled instance."""
+    cycle's copy reads the same series), the compiled instance, and when the forecast's demand
+    had to be cut to what fits, the GPUs each service requires now before the cut."""
     if config.queue.format == "instance":
         assert config.queue.file is not None  # the config allows a file only
         document, base = _parsed(payloads["queue"], "queue"), config.queue.file.parent
@@ -237,7 +314,7 @@ def _state(
             raise CycleFailed("queue", [f"{config.queue.file}: not an instance file"])
     else:
         assert cluster is not None  # the config requires it for a scheduler payload
-        imported = _import(config, cluster, payloads, now)
+        imported = _import(config, cluster, payloads, now, read, lines)
         lines += [f"note: {line}" for line in note_lines(imported.notes)]
         document, base = imported.document, cluster.folder
     document = move_demand_csvs(document, base)  # the cycle's copy reads the same series
@@ -245,26 +322,43 @@ def _state(
         spec = parse_spec(document)
         demands = read_demand_csv(spec, base)
         try:
-            return document, compile_instance(spec, demands)
+            return document, compile_instance(spec, demands), None
         except InstanceError:
             pass  # demand that the free GPUs cannot hold is planned with what fits (`capped`),
             # which raises any other problem again
         instance, short = capped(document, demands)
         lines += [f"warning: {line}" for line in short]
-        return document, instance
+        return document, instance, required_now(document, demands, instance.now)
     except (InputError, InstanceError) as exc:
         raise CycleFailed("import", exc.problems) from None
 
 
 def _import(
-    config: RunConfig, cluster: ClusterFile, payloads: dict[str, str], now: datetime | None
+    config: RunConfig,
+    cluster: ClusterFile,
+    payloads: dict[str, str],
+    now: datetime | None,
+    read: SlurmRead | None,
+    lines: list[str],
 ) -> Imported:
     """The queue imported around the cluster file. The services are put in after the import:
     their demand is the cycle's to fit beside the running jobs (`shortfall`), not a reason to
-    refuse the state."""
+    refuse the state. Read from Slurm: the service's own jobs are left out (its replicas) and
+    unusable nodes are outages."""
     try:
-        jobs_only = cluster.model_copy(update={"services": []})
         queue = _parsed(payloads["queue"], "queue")
+        down: list[dict[str, str]] = []
+        if read is not None:
+            queue = without_service_jobs(queue, config.slurm.service_jobs)[0]
+            queue = without_own_hints(queue, read.hints)
+            hosts = set(cluster.host_nodes())
+            down = outages(read, now or datetime.now(UTC).replace(microsecond=0), hosts)
+        jobs_only = cluster.model_copy(
+            update={
+                "services": [],
+                "outages": [*cluster.outages, *(OutageSpec.model_validate(o) for o in down)],
+            }
+        )
         if config.scheduler == "slurm":
             history = payloads.get("history")
             imported = import_slurm(
@@ -287,7 +381,13 @@ def _import(
     except InputError as exc:
         raise CycleFailed("import", exc.problems) from None
     services = [s.model_dump(mode="json", exclude_defaults=True) for s in cluster.services]
-    return replace(imported, document={**imported.document, "services": services})
+    document = {**imported.document, "services": services}
+    if read is not None and held_to_limits(document, read.limits):
+        lines.append(
+            "note: running jobs are planned to hold their GPUs to their time limits (estimates "
+            "said earlier ends): inference is never planned on GPUs a running job may still hold"
+        )
+    return replace(imported, document=document)
 
 
 # -- planning --------------------------------------------------------------------------------
@@ -358,6 +458,8 @@ def _actions(
     instance: Instance,
     plan: Plan,
     folder: StateFolder,
+    read: SlurmRead | None,
+    document: dict[str, Any],
 ) -> Actions:
     text = folder.applied()
     try:
@@ -374,7 +476,12 @@ def _actions(
                 granularity=s.granularity,
                 start_hints=s.start_hints,
             )
-            return slurm_actions(instance, plan, options, applied)
+            state = SlurmState() if read is None else read.state
+            clock = parse_time(str(document.get("now", "")))
+            if read is not None and clock is not None:  # Slurm's present: the commands run now
+                clock = max(clock, datetime.now(UTC).replace(microsecond=0))
+            state = replace(state, clock=clock)
+            return slurm_actions(instance, plan, options, applied, state)
         assert config.kueue is not None
         return kueue_actions(instance, plan, _kueue_options(config, cluster), applied)
     except InputError as exc:
@@ -401,31 +508,6 @@ def _kueue_options(config: RunConfig, cluster: ClusterFile | None) -> KueueOptio
     )
 
 
-def _apply(config: RunConfig, folder: StateFolder, actions: Actions) -> tuple[int, str | None]:
-    """Run the actions in order, stopping at the first that fails; applied.json records what
-    the scheduler now holds (the targets of the actions that ran)."""
-    text = folder.applied()
-    applied: Desired = {} if text is None else dict(read_desired(text, "applied.json"))
-    done, error = 0, None
-    for action in actions.actions:
-        try:
-            run_command(
-                list(action.argv), f"apply {action.kind} {action.target}", config.command_timeout
-            )
-        except CycleFailed as exc:
-            error = str(exc)
-            break
-        done += 1
-        if action.target in actions.desired:
-            applied[action.target] = actions.desired[action.target]
-        else:
-            applied.pop(action.target, None)
-    if error is None:  # the scheduler now holds the whole desired state
-        applied = dict(actions.desired)
-    folder.write("applied.json", json.dumps(applied, indent=2, sort_keys=True) + "\n")
-    return done, error
-
-
 # -- status ----------------------------------------------------------------------------------
 
 
@@ -444,7 +526,7 @@ def _failed(
 def _finish(folder: StateFolder, config: RunConfig, cycle: Cycle, plan_prom: str) -> None:
     """status.json and metrics.prom for this cycle, good or failed."""
     last_success: datetime | None = cycle.when
-    if cycle.folder is None:
+    if not cycle.ok:  # a failed apply is no success either
         last_success = parse_time(str(folder.status().get("last_success", "")))
     in_force = folder.last_cycle()
     record = {
@@ -456,6 +538,8 @@ def _finish(folder: StateFolder, config: RunConfig, cycle: Cycle, plan_prom: str
         "last_success": None if last_success is None else iso(last_success),
         "actions": None if cycle.actions is None else len(cycle.actions.actions),
         "applied": cycle.applied,
+        "failed": cycle.failed,
     }
     folder.write("status.json", json.dumps(record, indent=2) + "\n")
-    folder.write("metrics.prom", status_metrics(cycle.when, cycle.ok, last_success) + plan_prom)
+    status = status_metrics(cycle.when, cycle.ok, last_success, cycle.applied, cycle.failed)
+    folder.write("metrics.prom", status + plan_prom)

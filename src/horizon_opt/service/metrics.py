@@ -34,22 +34,42 @@ def _family(name: str, help_text: str, samples: Iterable[Sample], kind: str = "g
     return "\n".join(lines) + "\n"
 
 
-def status_metrics(when: datetime, ok: bool, last_success: datetime | None) -> str:
-    """The cycle's own figures: when it ran, whether it succeeded, the last success."""
+def status_metrics(
+    when: datetime,
+    ok: bool,
+    last_success: datetime | None,
+    applied: int = 0,
+    failed: int = 0,
+) -> str:
+    """The cycle's own figures: when it ran, whether it succeeded (a plan, and every command
+    applied), the last success, the commands applied and failed."""
     text = _family("cycle_timestamp_seconds", "When the last cycle ran.", [({}, when.timestamp())])
     text += _family(
-        "cycle_success", "1 if the last cycle produced a plan, else 0.", [({}, float(ok))]
+        "cycle_success",
+        "1 if the last cycle produced a plan and applied all its commands, else 0.",
+        [({}, float(ok))],
     )
     if last_success is not None:
         text += _family(
             "last_success_timestamp_seconds",
-            "When a cycle last produced a plan.",
+            "When a cycle last produced a plan and applied all its commands.",
             [({}, last_success.timestamp())],
         )
-    return text
+    text += _family(
+        "commands_applied", "Commands the last cycle ran successfully.", [({}, float(applied))]
+    )
+    return text + _family(
+        "commands_failed", "Commands of the last cycle that failed.", [({}, float(failed))]
+    )
 
 
-def plan_metrics(instance: Instance, plan: Plan, actions: Mapping[str, int]) -> str:
+def plan_metrics(
+    instance: Instance,
+    plan: Plan,
+    actions: Mapping[str, int],
+    required: Mapping[str, int] | None = None,
+    drift: int | None = None,
+) -> str:
     """The plan in force: value, bound and gap, job counts, each pending job's predicted start,
     inference reserved against the forecast now, churn, solve time, actions by kind."""
     m = plan.metrics
@@ -80,7 +100,7 @@ def plan_metrics(instance: Instance, plan: Plan, actions: Mapping[str, int]) -> 
         "Planned start of each job that has not started.",
         _starts(instance, plan),
     )
-    text += _inference(instance, plan)
+    text += _inference(instance, plan, required)
     if plan.churn is not None:
         c = plan.churn
         text += _family(
@@ -91,9 +111,15 @@ def plan_metrics(instance: Instance, plan: Plan, actions: Mapping[str, int]) -> 
                 for k in ("moved", "later", "dropped", "broken")
             ],
         )
+    if drift is not None:
+        text += _family(
+            "drift_reservations",
+            "Reservations where the scheduler differed from what was last applied.",
+            [({}, float(drift))],
+        )
     text += _family(
         "actions",
-        "Actions this cycle wrote, by kind.",
+        "Commands this cycle wrote, by kind (commands_applied: those that ran).",
         [({"kind": k}, float(n)) for k, n in sorted(actions.items())],
     )
     return text
@@ -111,8 +137,9 @@ def _starts(instance: Instance, plan: Plan) -> list[Sample]:
     ]
 
 
-def _inference(instance: Instance, plan: Plan) -> str:
-    """GPUs reserved for each service at `now`, beside the forecast's requirement."""
+def _inference(instance: Instance, plan: Plan, uncapped: Mapping[str, int] | None) -> str:
+    """GPUs reserved for each service at `now`, beside the forecast's requirement (`uncapped`:
+    before the cut to what fits beside the running jobs, when there was one)."""
     now = instance.now
     reserved: list[Sample] = []
     required: list[Sample] = []
@@ -121,7 +148,8 @@ def _inference(instance: Instance, plan: Plan) -> str:
             b.replicas for b in plan.inference if b.service == s.name and b.start <= now < b.end
         )
         reserved.append(({"service": s.name}, float(replicas * s.gpus_per_replica)))
-        required.append(({"service": s.name}, float(int(s.req[now]) * s.gpus_per_replica)))
+        need = int(s.req[now]) * s.gpus_per_replica
+        required.append(({"service": s.name}, float((uncapped or {}).get(s.name, need))))
     text = _family("inference_reserved_gpus", "GPUs the plan reserves for inference now.", reserved)
     return text + _family(
         "inference_required_gpus", "GPUs the forecast (with headroom) requires now.", required

@@ -64,3 +64,17 @@ def _summary(cuts: list[tuple[str, int, int]]) -> list[str]:
         "planned with what fits; inference will be short there until they end"
         for name, slots in by_service.items()
     ]
+
+
+def required_now(
+    document: dict[str, Any], demands: dict[int, list[float]], now: int
+) -> dict[str, int]:
+    """GPUs each service's forecast (with headroom) requires at slot `now`, before any cut:
+    what the metrics report beside what is reserved."""
+    spec = parse_spec(document)
+    out = {}
+    for i, s in enumerate(spec.services):
+        series = [float(x) for x in (demands[i] if i in demands else _inline(s.demand))]
+        if 0 <= now < len(series):
+            out[s.name] = int(required_replicas(series, s.headroom)[now]) * s.gpus_per_replica
+    return out
