@@ -957,9 +957,29 @@ def test_a_running_job_whose_limit_ends_between_the_snapshot_and_now_is_not_past
     assert list(jobs_of(result)) == ["2"]
     assert jobs_of(result)["2"]["placed"]["end"] == "2026-12-01T12:30:00Z"
     assert notes_of(result) == [
-        "1: time_limit: expected to end at 2026-12-01T10:30:00Z, after the snapshot but by now "
+        "1: time_limit: its limit ends at 2026-12-01T10:30:00Z, after the snapshot but by now "
         "(2026-12-01T11:00:00Z), where the plan starts: its GPUs are free then; left out"
     ]
+    result.compile()
+
+
+def test_a_running_job_without_a_limit_holds_its_gpus_past_a_guess_that_ends_by_now() -> None:
+    """Snapshot 10:20, now 11:00. Job 1 started 09:30 with no limit (INFINITE) and no history:
+    the 60 min default puts its end at 10:30, after the snapshot but by now. Nothing stops it
+    then, so it holds its GPUs until one slot after now (it was left out, and job 2 planned onto
+    its GPUs)."""
+    infinite = {"set": False, "infinite": True, "number": 0}
+    result = run(
+        running(1, start_time=wrap(T0 - 3000), time_limit=infinite),
+        job(2, gres_detail=None),
+        default_duration="60m",
+    )
+    jobs = jobs_of(result)
+    assert jobs["1"]["placed"]["end"] == "2026-12-01T12:00:00Z"
+    assert (
+        "1: time_limit: expected to end by now (2026-12-01T11:00:00Z) but nothing stops it "
+        "then: held until 2026-12-01T12:00:00Z, one slot after now"
+    ) in notes_of(result)
     result.compile()
 
 

@@ -531,13 +531,24 @@ class JobMapper:
                 f"still running past {limited}: assumed to end at {iso(ends)}, one slot after now",
             )
         elif self.slot(ends, up=True) <= self.now_slot:
-            self.skip(
+            if at_limit is not None and self.slot(at_limit, up=True) <= self.now_slot:
+                self.skip(
+                    job_id,
+                    "time_limit",
+                    f"its limit ends at {iso(at_limit)}, after the snapshot but by now "
+                    f"({iso(self.at(self.now_slot))}), where the plan starts: its GPUs are free "
+                    "then",
+                )
+                return None
+            # It runs at the snapshot and nothing stops it by now: it holds its GPUs.
+            ends = at_limit if at_limit is not None else self.at(self.now_slot + 1)
+            self.note(
                 job_id,
                 "time_limit",
-                f"expected to end at {iso(ends)}, after the snapshot but by now "
-                f"({iso(self.at(self.now_slot))}), where the plan starts: its GPUs are free then",
+                f"expected to end by now ({iso(self.at(self.now_slot))}) but nothing stops it "
+                f"then: held until {iso(ends)}"
+                + (", its limit" if at_limit is not None else ", one slot after now"),
             )
-            return None
         start = started
         if started >= self.at(self.now_slot) and self.now_slot > 0:
             start = self.at(self.now_slot - 1)  # running means started before now (FORMAT.md)
