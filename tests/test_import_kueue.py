@@ -524,9 +524,26 @@ def test_a_workload_expected_to_end_between_the_snapshot_and_now_is_left_out() -
     assert result.document["jobs"] == []
     assert notes_of(result, "ns/p") == [
         "duration: expected to end at 2026-12-01T11:00:00Z (1h after its admission), after the "
-        "snapshot but by now (2026-12-01T11:00:00Z), where the plan starts: its GPUs are free "
-        "then; left out"
+        "snapshot but by now (2026-12-01T11:00:00Z), where the plan starts: Kubernetes or Kueue "
+        "stops it by then, its GPUs are free; left out"
     ]
+
+
+def test_a_workload_whose_estimate_ends_by_now_holds_its_gpus() -> None:
+    """As above, with the hour an estimate (the duration annotation), not a limit: nothing stops
+    it at 11:00, so it holds its GPUs until one slot after now (it was left out, its GPUs
+    planned for others)."""
+    w = workload("p", gpus="8", admitted="2026-12-01T10:00:00Z")
+    w["metadata"]["annotations"] = {"horizon-opt/duration": "1h"}
+    result = run(w)
+    (placed,) = result.document["jobs"]
+    assert placed["placed"]["end"] == "2026-12-01T12:00:00Z"
+    assert (
+        "duration: expected to end at 2026-12-01T11:00:00Z (1h after its admission), after the "
+        "snapshot but by now (2026-12-01T11:00:00Z); only an estimate, and it is admitted: held "
+        "until 2026-12-01T12:00:00Z"
+    ) in notes_of(result, "ns/p")
+    result.compile()
 
 
 def test_a_gang_that_fits_no_pool_is_left_out() -> None:

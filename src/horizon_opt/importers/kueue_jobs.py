@@ -509,13 +509,23 @@ class WorkloadMapper:
                 f"admission), before the snapshot, yet still admitted: assumed to end at "
                 f"{clock.time(last)}",
             )
+        elif last <= clock.now and not _stopped_by_kueue(w):
+            last = clock.now + 1  # an estimate stops nothing: admitted now, it holds its GPUs
+            self.note(
+                w,
+                "duration",
+                f"expected to end at {iso(expected)} ({job['duration']} after its "
+                f"admission), after the snapshot but by now ({clock.time(clock.now)}); only an "
+                f"estimate, and it is admitted: held until {clock.time(last)}",
+            )
         elif last <= clock.now:
             self.note(
                 w,
                 "duration",
                 f"expected to end at {iso(expected)} ({job['duration']} after its "
                 f"admission), after the snapshot but by now ({clock.time(clock.now)}), where "
-                "the plan starts: its GPUs are free then; left out",
+                "the plan starts: Kubernetes or Kueue stops it by then, its GPUs are free; "
+                "left out",
             )
             return None
         elif last > clock.slots and not self.cluster.horizon.open_end:
@@ -546,3 +556,11 @@ class WorkloadMapper:
             job["deadline"] = clock.time(low)
         else:
             job["deadline"] = iso(deadline)
+
+
+def _stopped_by_kueue(w: _Workload) -> bool:
+    """Whether its duration is a limit Kubernetes or Kueue enforces (maximumExecutionTimeSeconds,
+    a pod's activeDeadlineSeconds), not an estimate (the annotation, the default)."""
+    if DURATION_ANNOTATION in w.annotations:
+        return False
+    return w.max_exec is not None or any(ps.deadline is not None for ps in w.podsets)
