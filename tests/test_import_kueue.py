@@ -1295,3 +1295,9 @@ def test_input_is_not_modified() -> None:
     run(copy.deepcopy(doc))
     run(doc)
     assert json.dumps(doc, sort_keys=True) == before
+
+
+def test_a_now_too_late_for_its_horizon_is_refused_by_name() -> None:
+    late = datetime(9999, 12, 31, 23, tzinfo=UTC)
+    with pytest.raises(InputError, match=r"--now: 9999-12-31T23:00:00Z is too late"):
+        run(workload("p", gpus="8"), snapshot=late)

@@ -1576,3 +1576,11 @@ def test_malformed_payloads_raise_input_errors_with_paths(cluster: ClusterFile) 
             import_slurm(payload, cluster).compile()
         except InputError as exc:
             assert all(re.match(r"squeue: jobs\[\d+\]\.\w+", p) for p in exc.problems), exc
+
+
+def test_a_snapshot_too_late_for_its_horizon_is_refused_by_name() -> None:
+    """A last_update in year 9999 leaves no room for a horizon after it: a clean error naming
+    the field, not an OverflowError."""
+    late = int(datetime(9999, 12, 31, 23, tzinfo=UTC).timestamp())
+    with pytest.raises(InputError, match=r"squeue: last_update: 9999-12-31T23:00:00Z is too late"):
+        import_slurm({"jobs": [job(1)], "last_update": wrap(late)}, small_cluster())

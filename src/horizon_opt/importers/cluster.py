@@ -252,6 +252,18 @@ def horizon_start(cluster: ClusterFile, snapshot: datetime) -> datetime:
     return epoch + ((snapshot - epoch) // step) * step - step
 
 
+def check_snapshot(cluster: ClusterFile, snapshot: datetime, what: str) -> None:
+    """Refuse a snapshot whose horizon (at its longest, with an open end) would end past the
+    last date Python's datetime holds, naming where the snapshot came from."""
+    step = timedelta(minutes=cluster.horizon.slot_minutes)
+    try:
+        horizon_start(cluster, snapshot) + (MAX_SLOTS + 1) * step
+    except OverflowError:
+        raise InputError(
+            [f"{what}: {iso(snapshot)} is too late: the horizon from it would end after 9999"]
+        ) from None
+
+
 def instance_document(
     cluster: ClusterFile,
     name: str,

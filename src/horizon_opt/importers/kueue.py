@@ -59,7 +59,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.importers.cluster import ClusterFile, ClusterPool, instance_document
+from horizon_opt.importers.cluster import (
+    ClusterFile,
+    ClusterPool,
+    check_snapshot,
+    instance_document,
+)
 from horizon_opt.importers.kube import Bad as _Bad
 from horizon_opt.importers.kube import read_objects
 from horizon_opt.importers.kueue_jobs import (
@@ -196,6 +201,7 @@ def import_kueue(
         snapshot = datetime.now(UTC).replace(microsecond=0)
     elif snapshot.tzinfo is None:
         snapshot = snapshot.replace(tzinfo=UTC)
+    check_snapshot(cluster, snapshot, "--now" if given_snapshot else "the clock")
     clock = _Clock(cluster, snapshot)
     if not 0 <= clock.now < clock.slots:
         raise InputError(

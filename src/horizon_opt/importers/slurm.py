@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.importers.cluster import ClusterFile, instance_document
+from horizon_opt.importers.cluster import ClusterFile, check_snapshot, instance_document
 from horizon_opt.importers.payload import check_slurm
 from horizon_opt.importers.result import Imported, Note, compile_document, gpu_indices
 from horizon_opt.importers.slurm_history import (
@@ -489,6 +489,9 @@ def import_slurm(
     when, snapshot_note = _snapshot(squeue if isinstance(squeue, dict) else {}, f, snapshot)
     if problems:
         raise InputError(problems)
+    field = "last_update" if snapshot_note is None else snapshot_note.field
+    read = field == "last_backfill" or snapshot_note is None
+    check_snapshot(cluster, when, f"{squeue_source}: {field}" if read else "--now")
     history = read_history(sacct, sacct_source) if sacct is not None else None
     importer = _Importer(cluster, when, history, squeue_source, math.ceil(default_minutes - 1e-9))
     for source, note in versions:
