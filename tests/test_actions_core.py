@@ -65,6 +65,7 @@ def test_script_is_posix_sh_with_one_commented_command_per_action() -> None:
     lines = script.splitlines()
     assert lines[0] == "#!/bin/sh"
     assert "nothing has been applied" in script
+    assert "Applied by this cycle" in _sample().to_script(applying=True)
     assert "set -eu" in lines
     assert "# note: one note" in lines
     commands = [ln for ln in lines if ln and not ln.startswith("#") and ln != "set -eu"]

@@ -151,6 +151,8 @@ def test_cycles_follow_the_forecast_keep_running_jobs_and_change_only_what_chang
     first = _run(cluster, "--apply")
     assert first.returncode == 0, first.stderr
     assert "applied" in first.stdout
+    script = (cluster["dir"] / "state" / "current" / "actions.sh").read_text()
+    assert "Applied by this cycle" in script and "nothing has been applied" not in script
     _check_holds(cluster)
     sent = _commands(cluster)
     assert any(a[1:3] == ["create", "reservation"] for a in sent)
@@ -204,6 +206,7 @@ def test_without_apply_nothing_reaches_the_scheduler(cluster: dict[str, Any]) ->
     assert _commands(cluster) == []
     script = (cluster["dir"] / "state" / "current" / "actions.sh").read_text()
     assert "scontrol create reservation" in script and "not applied" in done.stdout
+    assert "nothing has been applied" in script
 
 
 def _metric(c: dict[str, Any], name: str) -> float:

@@ -70,15 +70,20 @@ class Actions:
         """How many actions of each kind, in kind order (for summaries and metrics)."""
         return dict(sorted(Counter(a.kind for a in self.actions).items()))
 
-    def to_script(self) -> str:
+    def to_script(self, applying: bool = False) -> str:
         """A POSIX shell script: one command a line, each after a comment saying why; `set -eu`
-        stops at the first command that fails, so a later one never runs on a state it assumed."""
+        stops at the first command that fails, so a later one never runs on a state it assumed.
+        `applying`: the cycle applies them itself (`run --apply`), and the header says so."""
+        said = (
+            "Applied by this cycle, command by command: what ran is in applied.json."
+            if applying
+            else "Generated for review: nothing has been applied."
+        )
         lines = [
             "#!/bin/sh",
             f"# horizon-opt: {len(self.actions)} {self.scheduler} command(s) that make the "
             "scheduler follow the plan,",
-            "# only for what changed since the last applied state. Generated for review: "
-            "nothing has been applied.",
+            f"# only for what changed since the last applied state. {said}",
         ]
         lines += [f"# note: {_one_line(n)}" for n in self.notes]
         lines += ["set -eu", ""]

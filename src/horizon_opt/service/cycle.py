@@ -110,7 +110,7 @@ def run_cycle(config: RunConfig, *, apply: bool = False, now: datetime | None = 
         when = datetime.now(UTC).replace(microsecond=0)
         lines: list[str] = []
         try:
-            good = _plan_cycle(config, folder, when, now, lines)
+            good = _plan_cycle(config, folder, when, now, lines, apply)
         except CycleFailed as exc:
             return _failed(folder, config, when, exc, lines)
         done = Applied(0, 0, None)
@@ -149,6 +149,7 @@ def _plan_cycle(
     when: datetime,
     now: datetime | None,
     lines: list[str],
+    apply: bool = False,
 ) -> _Good:
     payloads = {"queue": _read(config.queue, "queue", config.command_timeout)}
     if config.history is not None:
@@ -176,7 +177,7 @@ def _plan_cycle(
         "instance.yaml": yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
         "plan.json": plan.to_json(),
         "explain.json": explanations_json(plan, explain(instance, plan)),
-        "actions.sh": actions.to_script(),
+        "actions.sh": actions.to_script(applying=apply),
         "actions.json": actions.to_json(),
         "plan.prom": metrics,
         PROMISES: promises_json(updated(instance, plan, promises)),
