@@ -179,12 +179,13 @@ def _demo_config(tmp_path: Path) -> Path:
 
 
 def test_run_every_keeps_cycling_until_its_count(tmp_path: Path) -> None:
+    """`--every 1s`: a cadence in seconds (refused before)."""
     from typer.testing import CliRunner
 
     from horizon_opt.cli import app
 
     result = CliRunner().invoke(
-        app, ["run", str(_demo_config(tmp_path)), "--every", "0.01m", "--cycles", "2"]
+        app, ["run", str(_demo_config(tmp_path)), "--every", "1s", "--cycles", "2"]
     )
     assert result.exit_code == 0, result.output
     assert result.stdout.count("cycle ") == 2

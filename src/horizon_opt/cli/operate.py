@@ -13,8 +13,7 @@ import typer
 from horizon_opt.cli.errors import input_errors
 from horizon_opt.cli.options import Snapshot, snapshot
 from horizon_opt.errors import InputError
-from horizon_opt.instance import duration_minutes
-from horizon_opt.service.config import RunConfig, read_config
+from horizon_opt.service.config import RunConfig, config_minutes, read_config
 from horizon_opt.service.cycle import Cycle, run_cycle
 from horizon_opt.service.folder import Busy
 
@@ -66,9 +65,9 @@ def run_cmd(
         cfg = read_config(config)
         seconds = None
         if every is not None:
-            minutes = duration_minutes(every)
+            minutes = config_minutes(every)
             if minutes is None or minutes <= 0:
-                raise InputError([f"--every: not a duration: {every!r} (e.g. 15m)"])
+                raise InputError([f"--every: not a duration: {every!r} (e.g. 15m or 30s)"])
             cfg = cfg.model_copy(update={"every": every})
             seconds = minutes * 60
         when = snapshot(now)

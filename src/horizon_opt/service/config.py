@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
@@ -72,9 +73,20 @@ class Source(_Model):
         return self
 
 
+_SECONDS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*s\s*$")
+
+
 def _minutes(value: str) -> float | None:
-    """Minutes of a duration (`15m`, `2h`), or 0 for `0`."""
+    """Minutes of a duration (`15m`, `2h`, `30s`), or 0 for `0`."""
+    seconds = _SECONDS.match(value)
+    if seconds is not None:
+        return float(seconds.group(1)) / 60
     return 0.0 if value.strip() == "0" else duration_minutes(value)
+
+
+def config_minutes(value: str) -> float | None:
+    """Minutes of a duration as the run configuration reads it (`--every` too)."""
+    return _minutes(value)
 
 
 def whole_minutes(value: str) -> int:
