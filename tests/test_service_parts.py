@@ -54,7 +54,8 @@ def test_config_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
     config = read_config(
         _config(
             tmp_path,
-            "scheduler: slurm\ncluster: c.yaml\nqueue: {file: q.json}\nstate: st\nfreeze: 0\n",
+            "scheduler: slurm\ncluster: c.yaml\nqueue: {file: q.json}\nstate: st\nfreeze: 0\n"
+            "slurm: {users: [svc]}\n",
         )
     )
     assert config.cluster == tmp_path / "c.yaml"
@@ -76,6 +77,7 @@ def test_config_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
             "cluster_queue_object",
         ),
         ("scheduler: slurm\ncluster: c\nqueue: {file: q}\nsolver: magic\n", "magic"),
+        ("scheduler: slurm\ncluster: c\nqueue: {file: q}\n", "slurm.users: the inference"),
         ("scheduler: slurm\ncluster: c\nqueue: {file: q}\ncolour: red\n", "colour"),
     ],
 )

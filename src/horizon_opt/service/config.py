@@ -226,6 +226,11 @@ class RunConfig(_Model):
             raise ValueError("scheduler kueue needs a `kueue:` section (cluster_queue)")
         if self.scheduler == "kueue" and self.history is not None:
             raise ValueError("history: only Slurm's sacct history is read")
+        if self.scheduler == "slurm" and not (self.slurm.users or self.slurm.accounts):
+            raise ValueError(
+                "slurm.users: the inference reservations need users or accounts (slurm.users, "
+                "slurm.accounts): who runs the service's replicas"
+            )
         return self
 
     def minutes(self, field: Literal["every", "freeze", "default_duration"]) -> int:
