@@ -1584,3 +1584,16 @@ def test_a_snapshot_too_late_for_its_horizon_is_refused_by_name() -> None:
     late = int(datetime(9999, 12, 31, 23, tzinfo=UTC).timestamp())
     with pytest.raises(InputError, match=r"squeue: last_update: 9999-12-31T23:00:00Z is too late"):
         import_slurm({"jobs": [job(1)], "last_update": wrap(late)}, small_cluster())
+
+
+def test_cpu_only_jobs_with_different_tres_sum_up_in_one_line() -> None:
+    """Five CPU-only jobs, each with its own TRES string: five notes, one summary line."""
+    from horizon_opt.importers.result import note_lines
+
+    cpu = [job(k, tres_per_node=None, tres_req_str=f"cpu={k},mem={k}G") for k in range(1, 6)]
+    result = run(*cpu, job(9))
+    lines = [ln for ln in note_lines(result.notes) if ln.startswith("gres")]
+    assert lines == [
+        "gres: asks for no GPUs (the planner plans GPU work); left out (5 jobs: 1, 2, 3 and 2 more)"
+    ]
+    assert "1: gres: asks for no GPUs (tres_req_str: cpu=1,mem=1G;" in str(result.notes[0])

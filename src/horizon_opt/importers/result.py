@@ -4,6 +4,7 @@ note that says why)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,9 @@ class Note:
     job: str
     field: str
     problem: str
+    # What notes of several jobs have in common when their problems differ in detail (each
+    # job's own TRES string, say): they are summed up under it; empty: under the problem
+    cause: str = dataclasses.field(default="", compare=False)
 
     def __str__(self) -> str:
         where = f"{self.job}: {self.field}" if self.job else self.field
@@ -114,17 +118,17 @@ def some_jobs(jobs: Sequence[str]) -> str:
 
 
 def note_lines(notes: Iterable[Note]) -> list[str]:
-    """One line per cause: the notes that say the same thing (field and problem) of several
-    jobs, such as every task of an array, become one line with the count and a few job ids;
-    a cause of one job stays its note. Lines keep the order of each cause's first note."""
+    """One line per cause: the notes that say the same thing (field and problem, or cause) of
+    several jobs, such as every task of an array, become one line with the count and a few job
+    ids; a cause of one job stays its note. Lines keep the order of each cause's first note."""
     groups: dict[tuple[str, str], list[Note]] = {}
     for note in notes:
-        groups.setdefault((note.field, note.problem), []).append(note)
+        groups.setdefault((note.field, note.cause or note.problem), []).append(note)
     lines = []
-    for (field, problem), group in groups.items():
+    for (where, problem), group in groups.items():
         jobs = list(dict.fromkeys(n.job for n in group if n.job))
         if len(jobs) < 2:  # one job's note (said once, however often it was noted)
             lines.append(str(group[0]))
             continue
-        lines.append(f"{field}: {problem} ({some_jobs(jobs)})")
+        lines.append(f"{where}: {problem} ({some_jobs(jobs)})")
     return lines

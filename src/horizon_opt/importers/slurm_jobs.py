@@ -36,7 +36,8 @@ __all__ = ["Job", "JobMapper"]
 
 
 def _no_gpus(rec: _Record, verb: str) -> str:
-    """Why a job is not GPU work: what its TRES fields say, or that the payload has none."""
+    """Why a job is not GPU work: what its TRES fields say, or that the payload has none (the
+    cause its note shares with others' is `_no_gpus_cause`)."""
     fields = {
         "tres_per_job": rec.tres_per_job,
         "tres_per_node": rec.tres_per_node,
@@ -52,6 +53,10 @@ def _no_gpus(rec: _Record, verb: str) -> str:
         )
     first, text = next(iter(said.items()))
     return f"{verb} no GPUs ({first}: {text}; the planner plans GPU work)"
+
+
+def _no_gpus_cause(verb: str) -> str:
+    return f"{verb} no GPUs (the planner plans GPU work)"
 
 
 @dataclass
@@ -132,8 +137,11 @@ class JobMapper:
     def note(self, job: str, where: str, problem: str) -> None:
         self.notes.append(Note(job, where, problem))
 
-    def skip(self, job: str, where: str, problem: str) -> None:
-        self.note(job, where, f"{problem}; left out")
+    def skip(self, job: str, where: str, problem: str, cause: str = "") -> None:
+        """Leave the job out, noted; `cause`: what its note has in common with others'."""
+        self.notes.append(
+            Note(job, where, f"{problem}; left out", f"{cause}; left out" if cause else "")
+        )
         self.skipped[job] = problem
 
     def slot(self, when: datetime, up: bool) -> int:
@@ -311,7 +319,7 @@ class JobMapper:
 
     def pending(self, rec: _Record, job_id: str, held: bool, gpus: Gpus | None) -> Job | None:
         if gpus is None:
-            self.skip(job_id, "gres", _no_gpus(rec, "asks for"))
+            self.skip(job_id, "gres", _no_gpus(rec, "asks for"), _no_gpus_cause("asks for"))
             return None
         pools = self.allowed_pools(rec, job_id, gpus)
         if not pools:
@@ -428,7 +436,7 @@ class JobMapper:
                 f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
             )
             if gpus is None and not any(g for g in rec.gres_detail or []):
-                self.skip(job_id, "gres", _no_gpus(rec, "holds"))
+                self.skip(job_id, "gres", _no_gpus(rec, "holds"), _no_gpus_cause("holds"))
             else:
                 self.skip(
                     job_id,
@@ -471,7 +479,7 @@ class JobMapper:
             counts = {n: share for n in nodes}
             known = None
         if not counts:
-            self.skip(job_id, "gres", _no_gpus(rec, "holds"))
+            self.skip(job_id, "gres", _no_gpus(rec, "holds"), _no_gpus_cause("holds"))
             return None
         over = [n for n, c in counts.items() if c > self.per_node[n]]
         if over:
