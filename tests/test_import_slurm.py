@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import horizon_opt
-from horizon_opt.errors import InputError
+from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.importers import ClusterFile, Imported, read_cluster
 from horizon_opt.importers.slurm import (
     Dependency,
@@ -824,9 +824,24 @@ def test_a_job_after_a_running_job_held_in_parts_runs_after_every_part() -> None
     assert not horizon_opt.check(instance, plan)
 
 
-def test_a_part_the_planner_refuses_takes_its_whole_job_with_it() -> None:
-    cluster = small_cluster(outages=[{"node": "h100-1", "start": 0, "end": 3}])
-    result = run(spread(), job(2), cluster=cluster)
+def test_a_part_the_planner_refuses_takes_its_whole_job_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The compiler refuses part 1@g02 once (a running job's node that is down no longer makes
+    it refuse one: the outage waits for the job), so the refusal is played here."""
+    import horizon_opt.importers.slurm as slurm_module
+
+    real = slurm_module.compile_document
+
+    def refuse_once(document: dict[str, Any], folder: Any) -> Any:
+        ids = [j["id"] for j in document["jobs"]]
+        if "1@g02" in ids:
+            k = ids.index("1@g02")
+            raise InstanceError([f"jobs[{k}].placed.gpus: job '1@g02' runs on g02 while down"])
+        return real(document, folder)
+
+    monkeypatch.setattr(slurm_module, "compile_document", refuse_once)
+    result = run(spread(), job(2))
     assert list(jobs_of(result)) == ["2"]
     note = notes_of(result)[-1]
     assert note.startswith("1: instance: the planner refuses it (its part 1@g02): placed.gpus:")
@@ -983,14 +998,21 @@ def test_a_running_job_without_a_limit_holds_its_gpus_past_a_guess_that_ends_by_
     result.compile()
 
 
-def test_a_running_job_on_a_node_that_is_down_is_left_out_with_the_planners_message() -> None:
-    # the cluster file's outage names h100-0, the instance's (and the message's) name is g01
-    cluster = small_cluster(outages=[{"node": "h100-0", "start": 0, "end": 3}])
+def test_a_running_job_on_a_node_the_cluster_file_marks_down_keeps_its_gpus() -> None:
+    """Drained nodes keep running their jobs: job 1 runs on g01 (h100-0 in the cluster file,
+    down from slot 0 to 5) until 11:10, so the outage starts at the next slot boundary, 12:00
+    (it was left out, its GPUs free for job 2, while `check` said VALID)."""
+    cluster = small_cluster(outages=[{"node": "h100-0", "start": 0, "end": 5}])
     result = run(running(), job(2), cluster=cluster)
-    assert list(jobs_of(result)) == ["2"]
-    (note,) = notes_of(result)
-    assert note.startswith("1: instance: the planner refuses it: placed.gpus: job '1' runs on g01")
-    assert note.endswith("; left out")
+    assert list(jobs_of(result)) == ["1", "2"]
+    assert result.document["outages"] == [
+        {"node": "g01", "start": "2026-12-01T12:00:00Z", "end": "2026-12-01T14:00:00Z"}
+    ]
+    assert notes_of(result) == [
+        "1: nodes: runs on g01, down from 2026-12-01T09:00:00Z in the cluster file: the outage "
+        "starts after it ends, at 2026-12-01T12:00:00Z"
+    ]
+    result.compile()
 
 
 def test_inference_that_no_longer_fits_beside_the_running_jobs_is_an_error() -> None:

@@ -37,6 +37,7 @@ job belongs to, which only the importer needs to know.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -59,7 +60,7 @@ from horizon_opt.spec import (
     default_node_name,
 )
 from horizon_opt.teams import compile_teams
-from horizon_opt.times import iso
+from horizon_opt.times import iso, parse_time
 
 SchedulerName = Annotated[str, Field(min_length=1)]
 
@@ -250,6 +251,44 @@ def horizon_start(cluster: ClusterFile, snapshot: datetime) -> datetime:
     step = timedelta(minutes=cluster.horizon.slot_minutes)
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     return epoch + ((snapshot - epoch) // step) * step - step
+
+
+def outages_after_running(
+    cluster: ClusterFile,
+    running: list[tuple[str, set[str], datetime, datetime]],
+    at: Callable[[int], datetime],
+    slot_end: Callable[[datetime], datetime],
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The cluster file's outages with each one that overlaps a running job on its node moved
+    to start when the job ends (a drained node keeps running its jobs; a running job holds its
+    GPUs until its limit, always), dropped if it ends by then. `running`: (job, its nodes, start,
+    end); `at`: a slot's time; `slot_end`: a time rounded up to a slot boundary. Returns the
+    outages for the instance and (job, note) pairs."""
+    out: list[dict[str, Any]] = []
+    notes: list[tuple[str, str]] = []
+    for o in cluster.instance_outages():
+        start, end = (at(t) if isinstance(t, int) else _when(t) for t in (o.start, o.end))
+        for job, nodes, began, ends in running:
+            if o.node in nodes and began < end and start < ends:
+                after = slot_end(ends)
+                notes.append(
+                    (
+                        job,
+                        f"runs on {o.node}, down from {iso(start)} in the cluster file: the "
+                        f"outage starts after it ends, at {iso(after)}",
+                    )
+                )
+                start = max(start, after)
+        if start < end:
+            out.append({"node": o.node, "start": iso(start), "end": iso(end)})
+    return out, notes
+
+
+def _when(text: str) -> datetime:
+    when = parse_time(text)
+    if when is None:
+        raise InputError([f"the cluster file: outages: not a time: {text!r}"])
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def check_snapshot(cluster: ClusterFile, snapshot: datetime, what: str) -> None:

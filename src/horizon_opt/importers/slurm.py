@@ -43,7 +43,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.importers.cluster import ClusterFile, check_snapshot, instance_document
+from horizon_opt.importers.cluster import (
+    ClusterFile,
+    check_snapshot,
+    instance_document,
+    outages_after_running,
+)
 from horizon_opt.importers.payload import check_slurm
 from horizon_opt.importers.result import Imported, Note, compile_document, gpu_indices
 from horizon_opt.importers.slurm_history import (
@@ -73,7 +78,7 @@ from horizon_opt.importers.slurm_teams import account_team, unmatched_accounts
 from horizon_opt.importers.source import read_json
 from horizon_opt.instance import duration_minutes
 from horizon_opt.spec import show
-from horizon_opt.times import iso
+from horizon_opt.times import iso, parse_time
 
 __all__ = [
     "MAX_ARRAY_TASKS",
@@ -380,7 +385,24 @@ class _Importer(JobMapper):
             if team is not None:
                 out["team"] = team
             jobs.append(out)
-        return instance_document(self.cluster, name, self.snapshot, jobs)
+        document = instance_document(self.cluster, name, self.snapshot, jobs)
+        document["outages"] = self.outages()
+        return document
+
+    def outages(self) -> list[dict[str, Any]]:
+        """The cluster file's outages, each starting after the running jobs on its node end."""
+        running = [
+            (j.whole, set(j.nodes), _time(j.placed["start"]), _time(j.placed["end"]))
+            for j in self.jobs
+            if j.placed is not None
+        ]
+        outages, notes = outages_after_running(
+            self.cluster, running, self.at, lambda t: self.at(self.slot(t, up=True))
+        )
+        for job, text in dict.fromkeys(notes):
+            if Note(job, "nodes", text) not in self.notes:  # (the document is built per pass)
+                self.note(job, "nodes", text)
+        return outages
 
     def compiled(self, name: str) -> dict[str, Any]:
         """The document, once the compiler takes it: a job it refuses is left out with the
@@ -525,3 +547,9 @@ def import_slurm(
     order = importer.order
     notes = sorted(importer.notes, key=lambda n: order.get(n.job, -1) if n.job else -2)
     return Imported(document, tuple(notes), cluster.folder)
+
+
+def _time(text: str) -> datetime:
+    when = parse_time(text)
+    assert when is not None  # the importer wrote it
+    return when
