@@ -176,10 +176,11 @@ def _settings(suite: Suite | None) -> list[str]:
     loop = suite.spec.loop
     durations = (loop.replan_every, loop.freeze)
     every, freeze = (f"{v:g} min" if isinstance(v, float | int) else v for v in durations)
+    noise = f"; the synthetic world's noise {loop.noise}" if "synthetic" in loop.worlds else ""
     return [
         f"- suite: `{suite.path}`",
         f"- re-plan every {every}, freeze {freeze}, stability {loop.stability:g}, promises held "
-        f"at {loop.keep_promises:g}; the synthetic world's noise {loop.noise}",
+        f"at {loop.keep_promises:g}{noise}",
     ]
 
 
