@@ -680,6 +680,7 @@ def test_cli_simulate_no_charts_and_no_noise(tmp_path: Path) -> None:
         (["--world", "mars"], "--world: unknown world 'mars'"),
         (["--world", "trace", "--actual", "w.yaml"], "--actual: a world file replaces"),
         (["--world", "cluster", "--actual", "w.yaml"], "--actual: a world file replaces"),
+        (["--noise", "none", "--actual", "w.yaml"], "--noise: a world file replaces"),
     ],
 )
 def test_cli_simulate_bad_options(tmp_path: Path, extra: list[str], fragment: str) -> None:

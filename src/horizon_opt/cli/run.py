@@ -173,6 +173,8 @@ def simulate_cmd(
             [("the instance file", instance), ("--actual", actual)],
         )
         inst = load_instance(instance)
+        if actual is not None and noise is not None:
+            raise InputError(["--noise: a world file replaces the drawn world; leave out --noise"])
         world_noise = world_noise_for(world_kind, noise)
         every = max(1, time_option(replan_every, inst, "--replan-every"))
         hold = time_option(freeze, inst, "--freeze")
