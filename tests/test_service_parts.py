@@ -306,3 +306,24 @@ def test_cycles_hold_the_promises_they_wrote(tmp_path: Path) -> None:
     kept = json.loads((second.folder / PROMISES).read_text())["promises"]
     told = json.loads(written)["promises"]
     assert told and kept.items() >= told.items()  # the same snapshot: every promise as told
+
+
+def test_metrics_are_written_by_the_reference_client_and_escape_labels() -> None:
+    """A label with a quote, a backslash and a newline reads back as written; every family is a
+    gauge with its help."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from horizon_opt.service.metrics import _Families
+
+    out = _Families()
+    odd = 'a"b\\c\nd'
+    out.add("jobs", "Jobs by state.", [({"state": odd}, 2.0), ({"state": "x"}, 1.0)])
+    out.add("plan_pwo", "pwo.", [({}, 12.5)])
+    (jobs, pwo) = text_string_to_metric_families(out.text())
+    assert (jobs.name, jobs.type, jobs.documentation) == (
+        "horizon_opt_jobs",
+        "gauge",
+        "Jobs by state.",
+    )
+    assert [(s.labels["state"], s.value) for s in jobs.samples] == [(odd, 2.0), ("x", 1.0)]
+    assert [s.value for s in pwo.samples] == [12.5]

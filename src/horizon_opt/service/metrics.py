@@ -8,8 +8,11 @@ that is in force).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 
 from horizon_opt.actions.core import is_running
 from horizon_opt.instance import Instance
@@ -20,18 +23,28 @@ PREFIX = "horizon_opt"
 Sample = tuple[Mapping[str, str], float]
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+class _Families:
+    """Gauge families written by the reference client (`prometheus_client`), so names, types,
+    value formats and label escaping follow the exposition format."""
 
+    def __init__(self) -> None:
+        self.families: list[GaugeMetricFamily] = []
 
-def _family(name: str, help_text: str, samples: Iterable[Sample], kind: str = "gauge") -> str:
-    lines = [f"# HELP {PREFIX}_{name} {help_text}", f"# TYPE {PREFIX}_{name} {kind}"]
-    for labels, value in samples:
-        tags = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-        lines.append(
-            f"{PREFIX}_{name}{{{tags}}} {value:.10g}" if tags else f"{PREFIX}_{name} {value:.10g}"
-        )
-    return "\n".join(lines) + "\n"
+    def add(self, name: str, help_text: str, samples: Iterable[Sample]) -> None:
+        rows = list(samples)
+        labels = list(dict.fromkeys(k for tags, _ in rows for k in tags))
+        family = GaugeMetricFamily(f"{PREFIX}_{name}", help_text, labels=labels)
+        for tags, value in rows:
+            family.add_metric([tags[k] for k in labels], value)
+        self.families.append(family)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        return iter(self.families)
+
+    def text(self) -> str:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)  # (a collector is anything with collect())
+        return generate_latest(registry).decode("utf-8")
 
 
 def status_metrics(
@@ -43,24 +56,22 @@ def status_metrics(
 ) -> str:
     """The cycle's own figures: when it ran, whether it succeeded (a plan, and every command
     applied), the last success, the commands applied and failed."""
-    text = _family("cycle_timestamp_seconds", "When the last cycle ran.", [({}, when.timestamp())])
-    text += _family(
+    out = _Families()
+    out.add("cycle_timestamp_seconds", "When the last cycle ran.", [({}, when.timestamp())])
+    out.add(
         "cycle_success",
         "1 if the last cycle produced a plan and applied all its commands, else 0.",
         [({}, float(ok))],
     )
     if last_success is not None:
-        text += _family(
+        out.add(
             "last_success_timestamp_seconds",
             "When a cycle last produced a plan and applied all its commands.",
             [({}, last_success.timestamp())],
         )
-    text += _family(
-        "commands_applied", "Commands the last cycle ran successfully.", [({}, float(applied))]
-    )
-    return text + _family(
-        "commands_failed", "Commands of the last cycle that failed.", [({}, float(failed))]
-    )
+    out.add("commands_applied", "Commands the last cycle ran successfully.", [({}, float(applied))])
+    out.add("commands_failed", "Commands of the last cycle that failed.", [({}, float(failed))])
+    return out.text()
 
 
 def plan_metrics(
@@ -73,20 +84,17 @@ def plan_metrics(
     """The plan in force: value, bound and gap, job counts, each pending job's predicted start,
     inference reserved against the forecast now, churn, solve time, actions by kind."""
     m = plan.metrics
-    text = _family(
-        "plan_pwo", "Priority-weighted output the plan promises.", [({}, plan.objective)]
-    )
+    out = _Families()
+    out.add("plan_pwo", "Priority-weighted output the plan promises.", [({}, plan.objective)])
     if plan.bound is not None:
-        text += _family("plan_bound", "Proven upper bound on pwo.", [({}, plan.bound)])
+        out.add("plan_bound", "Proven upper bound on pwo.", [({}, plan.bound)])
     if plan.gap is not None:
-        text += _family("plan_gap_ratio", "(bound - pwo) / bound.", [({}, plan.gap)])
-    text += _family(
-        "plan_utilization_ratio", "Planned utilization (FORMAT.md).", [({}, m.utilization)]
-    )
-    text += _family("solve_seconds", "Wall time of the last plan.", [({}, plan.wall_seconds)])
+        out.add("plan_gap_ratio", "(bound - pwo) / bound.", [({}, plan.gap)])
+    out.add("plan_utilization_ratio", "Planned utilization (FORMAT.md).", [({}, m.utilization)])
+    out.add("solve_seconds", "Wall time of the last plan.", [({}, plan.wall_seconds)])
     running = sum(is_running(instance, j) for j in instance.jobs)
     planned = len(plan.assignments) - running
-    text += _family(
+    out.add(
         "jobs",
         "Jobs by state in the plan.",
         [
@@ -95,15 +103,15 @@ def plan_metrics(
             ({"state": "unplanned"}, float(len(plan.unscheduled))),
         ],
     )
-    text += _family(
+    out.add(
         "job_predicted_start_timestamp_seconds",
         "Planned start of each job that has not started.",
         _starts(instance, plan),
     )
-    text += _inference(instance, plan, required)
+    _inference(out, instance, plan, required)
     if plan.churn is not None:
         c = plan.churn
-        text += _family(
+        out.add(
             "churn_jobs",
             "Promised starts the re-plan changed.",
             [
@@ -112,17 +120,17 @@ def plan_metrics(
             ],
         )
     if drift is not None:
-        text += _family(
+        out.add(
             "drift_reservations",
             "Reservations where the scheduler differed from what was last applied.",
             [({}, float(drift))],
         )
-    text += _family(
+    out.add(
         "actions",
         "Commands this cycle wrote, by kind (commands_applied: those that ran).",
         [({"kind": k}, float(n)) for k, n in sorted(actions.items())],
     )
-    return text
+    return out.text()
 
 
 def _starts(instance: Instance, plan: Plan) -> list[Sample]:
@@ -137,7 +145,9 @@ def _starts(instance: Instance, plan: Plan) -> list[Sample]:
     ]
 
 
-def _inference(instance: Instance, plan: Plan, uncapped: Mapping[str, int] | None) -> str:
+def _inference(
+    out: _Families, instance: Instance, plan: Plan, uncapped: Mapping[str, int] | None
+) -> None:
     """GPUs reserved for each service at `now`, beside the forecast's requirement (`uncapped`:
     before the cut to what fits beside the running jobs, when there was one)."""
     now = instance.now
@@ -150,7 +160,5 @@ def _inference(instance: Instance, plan: Plan, uncapped: Mapping[str, int] | Non
         reserved.append(({"service": s.name}, float(replicas * s.gpus_per_replica)))
         need = int(s.req[now]) * s.gpus_per_replica
         required.append(({"service": s.name}, float((uncapped or {}).get(s.name, need))))
-    text = _family("inference_reserved_gpus", "GPUs the plan reserves for inference now.", reserved)
-    return text + _family(
-        "inference_required_gpus", "GPUs the forecast (with headroom) requires now.", required
-    )
+    out.add("inference_reserved_gpus", "GPUs the plan reserves for inference now.", reserved)
+    out.add("inference_required_gpus", "GPUs the forecast (with headroom) requires now.", required)
