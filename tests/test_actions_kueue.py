@@ -23,9 +23,12 @@ from __future__ import annotations
 import copy
 import json
 import re
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from horizon_opt.actions import (
     HELD_ANNOTATION,
@@ -360,3 +363,40 @@ def test_workload_ids_must_be_namespace_slash_name() -> None:
     data["unscheduled"][0]["job"] = "never"
     with pytest.raises(InputError, match="'never' is not a Workload id"):
         kueue_actions(_instance(spec), Plan.parse(data), _options())
+
+
+# -- what the tool writes, against Kueue's published schemas ----------------------------------
+
+CRDS = Path(__file__).parent / "data" / "kueue" / "crds"  # Kueue v0.19.2 (README.md there)
+
+
+def _cluster_queue_schemas() -> dict[str, dict[str, Any]]:
+    crd = yaml.safe_load((CRDS / "kueue.x-k8s.io_clusterqueues.yaml").read_text())
+    return {
+        v["name"]: v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"] if v["served"]
+    }
+
+
+def _workload_schemas() -> dict[str, dict[str, Any]]:
+    excerpt: dict[str, dict[str, Any]] = json.loads((CRDS / "workloads-excerpt.json").read_text())
+    return excerpt["versions"]
+
+
+def test_the_objects_the_tool_writes_pass_kueues_crd_schemas() -> None:
+    """The first cycle's quota patch and holds, applied to the queue and workloads: the results
+    validate against every served version's schema of Kueue v0.19.2 (the patches touch paths both
+    versions share); a quota that is no quantity would not."""
+    cq, workloads = _apply(kueue_actions(_instance(), _plan(), _options()))
+    assert any(w["spec"].get("active") is False for w in workloads.values())  # holds written
+    for version, schema in _cluster_queue_schemas().items():
+        jsonschema.validate({**cq, "apiVersion": f"kueue.x-k8s.io/{version}"}, schema)
+        bad = copy.deepcopy(cq)
+        bad["spec"]["resourceGroups"][1]["flavors"][0]["resources"][0]["nominalQuota"] = "eight"
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**bad, "apiVersion": f"kueue.x-k8s.io/{version}"}, schema)
+    for version, schema in _workload_schemas().items():
+        for w in workloads.values():
+            obj = {"apiVersion": f"kueue.x-k8s.io/{version}", "kind": "Workload", **w}
+            jsonschema.validate(obj, schema)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"kind": "Workload", "spec": {"active": "no"}}, schema)
