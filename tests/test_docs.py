@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -42,10 +43,9 @@ def test_snippet_loads(where: str, text: str, tmp_path: Path) -> None:
         file = tmp_path / "run.yaml"
         file.write_text(text)
         read_config(file)
-    elif text.lstrip().startswith("apiVersion:"):  # a Kubernetes manifest that runs `run`
-        manifest = yaml.safe_load(text)
-        containers = manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
-        assert manifest["kind"] == "CronJob" and containers[0]["args"][0] == "run"
+    elif text.lstrip().startswith("apiVersion:"):  # Kubernetes manifests around `run`
+        for manifest in yaml.safe_load_all(text):
+            _check_manifest(manifest, tmp_path)
     elif text.lstrip().startswith("groups:"):  # Prometheus alert rules on the run's metrics
         rules = [r for g in yaml.safe_load(text)["groups"] for r in g["rules"]]
         names = set(re.findall(r"horizon_opt_[a-z_]+", text))
@@ -77,6 +77,24 @@ def test_snippet_loads(where: str, text: str, tmp_path: Path) -> None:
         file = tmp_path / "benchmarks" / "suite.yaml"
         file.write_text(text)
         load_suite(file)
+
+
+def _check_manifest(manifest: dict[str, Any], tmp_path: Path) -> None:
+    """A CronJob runs `run`; a ConfigMap's run.yaml reads as a run configuration; the RBAC
+    lets the service list workloads in every namespace."""
+    kind = manifest["kind"]
+    if kind == "CronJob":
+        containers = manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+        assert containers[0]["args"][0] == "run"
+    elif kind == "ConfigMap":
+        file = tmp_path / "run.yaml"
+        file.write_text(manifest["data"]["run.yaml"])
+        assert read_config(file).scheduler == "kueue"
+    elif kind == "ClusterRole":
+        verbs = {r["resources"][0]: set(r["verbs"]) for r in manifest["rules"]}
+        assert {"list", "patch"} <= verbs["workloads"] and "patch" in verbs["clusterqueues"]
+    else:
+        assert kind in ("ServiceAccount", "ClusterRoleBinding"), kind
 
 
 def test_the_api_reference_lists_every_public_name() -> None:
