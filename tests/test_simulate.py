@@ -633,6 +633,7 @@ def test_cli_simulate_writes_the_results(tmp_path: Path) -> None:
     summary = (out / "summary.md").read_text()
     assert summary.startswith("# toy: closed-loop replay")
     assert "world: cluster, seed 0;" in summary
+    assert "cpsat 1 s per plan, seed 0;" in summary
     assert summary.count("\n| ") == 2 + 3  # header, separator, one row per policy
     assert (out / "realized.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "# toy: closed-loop replay" in result.stdout
@@ -737,3 +738,18 @@ def test_a_policy_may_carry_its_own_cadence(
 def test_a_cadence_only_for_a_re_planning_policy_with_two_durations(name: str) -> None:
     with pytest.raises(InputError, match="--policy"):
         policy(name, 4, 4, slot_minutes=30)
+
+
+def test_cli_simulate_seeds_the_world_and_the_solver_apart(tmp_path: Path) -> None:
+    """`--seed` draws the world, `--solver-seed` seeds cpsat: the same world for two solver
+    seeds, another world for another seed (the benchmarks' rule)."""
+    path = write_instance(tmp_path, TOY)
+    worlds = []
+    for seed, solver in (("3", "0"), ("3", "1"), ("4", "0")):
+        out = tmp_path / f"out-{seed}-{solver}"
+        extra = ("--policy", "fifo", "--no-charts", "--seed", seed, "--solver-seed", solver)
+        result = runner.invoke(app, simulate_args(path, out, *extra))
+        assert result.exit_code == 0, result.output
+        assert f"seed {seed};" in result.stdout and f"per plan, seed {solver};" in result.stdout
+        worlds.append((out / "world.yaml").read_text())
+    assert worlds[0] == worlds[1] != worlds[2]

@@ -13,7 +13,6 @@ from horizon_opt.cli.options import (
     InstanceArg,
     KeepPromises,
     PlanTimeLimit,
-    Seed,
     Stability,
     file_name,
     time_option,
@@ -40,6 +39,7 @@ from horizon_opt.simulate.window import Window
 from horizon_opt.simulate.world_file import write_world
 from horizon_opt.simulate.worlds import replay_world, world_noise_for
 from horizon_opt.solvers import SolveOptions
+from horizon_opt.solvers.options import MAX_SEED
 
 SimulateOut = Annotated[
     Path,
@@ -106,6 +106,25 @@ Actual = Annotated[
     ),
 ]
 RealizedChart = Annotated[bool, typer.Option(help="Write realized.png.")]
+WorldSeed = Annotated[
+    int,
+    typer.Option(
+        "--seed",
+        help="The drawn world's seed (the world of seed N is the same for every policy).",
+        min=0,
+        max=MAX_SEED,
+    ),
+]
+SolverSeed = Annotated[
+    int,
+    typer.Option(
+        "--solver-seed",
+        help="cpsat's seed in every plan, apart from the world's: compare policies over world "
+        "seeds and solver seeds, as benchmarks/loop_seeds.py does.",
+        min=0,
+        max=MAX_SEED,
+    ),
+]
 WindowOption = Annotated[
     str,
     typer.Option(
@@ -149,7 +168,8 @@ def simulate_cmd(
     noise: NoiseOption = None,
     world_kind: WorldKind = None,
     actual: Actual = None,
-    seed: Seed = 0,
+    seed: WorldSeed = 0,
+    solver_seed: SolverSeed = 0,
     time_limit: PlanTimeLimit = 20.0,
     workers: ReplayWorkers = 1,
     charts: RealizedChart = True,
@@ -195,7 +215,7 @@ def simulate_cmd(
         warn(instance, inst)
         world, drawn = replay_world(inst, world_kind, seed, world_noise, actual)
         measured = Window.parse(window, inst.slots, inst.slot_minutes)
-    options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, params=LOOP)
+    options = SolveOptions(time_limit=time_limit, workers=workers, seed=solver_seed, params=LOOP)
     replays = []
     for p in chosen:
         typer.echo(f"replaying {p.name} ...", err=True)
@@ -204,7 +224,7 @@ def simulate_cmd(
     h = inst.hours_per_slot
     heading = (
         f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "
-        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan{held}; "
+        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan, seed {solver_seed}{held}; "
         f"window {measured.start * h:g}-{measured.end * h:g} h\n\n"
     )
     summary = _write_replays(out, inst, world, replays, heading, charts)
