@@ -95,12 +95,12 @@ def format_table(replays: Sequence[Replay]) -> str:
 
 
 def starved_lines(replays: Sequence[Replay], hours_per_slot: float) -> str:
-    """A line per policy that starved a job (it waited, ready, beside idle GPUs it could use for
-    longer than its limit), naming the longest waits; one line when none did."""
+    """A line per policy that starved a job (it could have run whole on GPUs that sat idle while
+    it waited), naming the longest waits; one line when none did."""
     starving = [r for r in replays if r.starved]
     if not starving:
-        return "starved jobs (waited with room longer than their limit): none"
-    lines = ["starved jobs (waited with room longer than their limit):"]
+        return "starved jobs (could have run whole on GPUs that sat idle while they waited): none"
+    lines = ["starved jobs (could have run whole on GPUs that sat idle while they waited):"]
     for r in starving:
         worst = sorted(r.starved_jobs.items(), key=lambda item: (-item[1], item[0]))[:3]
         named = ", ".join(f"{job} {slots * hours_per_slot:g} h" for job, slots in worst)
