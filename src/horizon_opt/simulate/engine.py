@@ -12,7 +12,6 @@ oracle ladder). Every run is logged for the audit (`simulate.audit`).
 
 from __future__ import annotations
 
-import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -36,6 +35,7 @@ from horizon_opt.simulate.predictions import PredictionLog
 from horizon_opt.simulate.promise_intervals import PromiseBook
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
 from horizon_opt.simulate.replay_figures import Replay, SlotTotals
+from horizon_opt.simulate.serving import Serving
 from horizon_opt.simulate.starvation import starved_jobs
 from horizon_opt.simulate.window import Window, WindowTally
 from horizon_opt.simulate.world import World
@@ -102,13 +102,7 @@ class _Replayer:
         self.runs: list[Run] = []
         self.reclaimed: dict[int, int] = defaultdict(int)  # team -> its runs preempted for quota
         self.quotas = quotas_bind(instance)  # without a quota, nothing is reclaimed
-        # per service: [nodes of its pool, S] replicas that ran, and [S] demand they served
-        self.ran_replicas = [
-            np.zeros((instance.pools[s.pool].nodes, instance.slots), dtype=np.int64)
-            for s in instance.services
-        ]
-        self.served = [np.zeros(instance.slots) for _ in instance.services]
-        self.layout_replicas: tuple[IntArray, ...] = ()
+        self.serving = Serving(instance, world)  # inference: reserved, ran, served
         self.lost = 0.0
         self.realized = 0.0
         self.plan: Plan | None = None
@@ -120,9 +114,6 @@ class _Replayer:
         self.plan_gpus: dict[int, tuple[int, dict[int, tuple[int, ...]]]] = {}
         self.plan_ends: dict[int, int] = {}  # job -> the end the plan gives it
         self.book = PromiseBook()  # first starts predicted far enough ahead, and first starts
-        self.reserved: IntArray = np.zeros((instance.num_nodes, instance.slots), dtype=np.int64)
-        self.replicas: dict[int, IntArray] = {}  # service -> [S] reserved replicas
-        self.extra: IntArray = np.zeros(instance.num_nodes, dtype=np.int64)  # at this slot
 
     # -- the state the planner sees --------------------------------------------------------------
 
@@ -227,9 +218,7 @@ class _Replayer:
         layout = plan_layout(state, plan)
         if layout is None:  # every plan was checked: its blocks are a layout of the instance
             raise RuntimeError(f"internal error: {plan.solver}'s inference blocks are no layout")
-        self.reserved = inst.capacity - layout.free[:, : inst.slots]  # (plans reach past it)
-        self.layout_replicas = layout.replicas
-        self.replicas = {s.index: layout.replicas[s.index].sum(axis=0) for s in inst.services}
+        self.serving.adopt(layout)
 
     # -- the world -------------------------------------------------------------------------------
 
@@ -277,43 +266,6 @@ class _Replayer:
             for n, g in r.gpus.items():
                 used[n] += len(g)
         return used
-
-    def serve_inference(self, t: int) -> tuple[float, float, float, bool]:
-        """Inference at `t`: the reserved replicas first, then free GPUs, then preemption.
-
-        Returns (GPUs serving demand, replicas of demand, replicas of demand short, whether a
-        job was preempted)."""
-        serving = demand = short = 0.0
-        preempted = False
-        self.extra = np.zeros(self.inst.num_nodes, dtype=np.int64)
-        for s in self.inst.services:
-            actual = float(self.world.demand[s.index][t])
-            need = math.ceil(actual - 1e-9)
-            missing = max(need - int(self.replicas[s.index][t]), 0)
-            rows = list(self.inst.pools[s.pool].node_range)
-            ran = self.ran_replicas[s.index][:, t]
-            ran += self.layout_replicas[s.index][:, t]
-            while missing > 0:
-                free = (
-                    self.inst.capacity[rows, t]
-                    - self.batch_gpus()[rows]
-                    - self.reserved[rows, t]
-                    - self.extra[rows]
-                )
-                for k, n in enumerate(rows):
-                    fit = min(int(free[k]) // s.gpus_per_replica, missing)
-                    self.extra[n] += fit * s.gpus_per_replica
-                    ran[k] += fit
-                    missing -= fit
-                if missing == 0 or not self.preempt_one(s.pool, t):
-                    break
-                preempted = True
-            got = min(actual, need - missing)
-            self.served[s.index][t] = got
-            serving += got * s.gpus_per_replica
-            demand += actual
-            short += actual - got
-        return serving, demand, short, preempted
 
     def overrunning(self, j: int, t: int) -> bool:
         """Whether running job `j` is past the end its plan bet on (on borrowed time)."""
@@ -375,7 +327,7 @@ class _Replayer:
             and inst.jobs[j].release <= t
             and all(p in self.done for p in inst.jobs[j].after)
         ]
-        spare = np.maximum(inst.capacity[:, t] - self.batch_gpus() - self.reserved[:, t], 0)
+        spare = np.maximum(inst.capacity[:, t] - self.batch_gpus() - self.serving.reserved[:, t], 0)
         free = np.bincount(inst.node_pool, weights=spare, minlength=len(inst.pools))
         held = {j: Holding(r.pool, r.start) for j, r in self.running.items()}
         victims = reclaim_victims(inst, held, ready, free.astype(np.int64), t)
@@ -422,9 +374,11 @@ class _Replayer:
         """Preempt jobs on borrowed time on the nodes where the plan's inference reservation at
         `t` needs their GPUs."""
         used = self.batch_gpus()
-        for n in np.flatnonzero(used + self.reserved[:, t] > self.inst.capacity[:, t]).tolist():
+        for n in np.flatnonzero(
+            used + self.serving.reserved[:, t] > self.inst.capacity[:, t]
+        ).tolist():
             for k in [k for k, r in self.running.items() if n in r.gpus]:
-                over = self.batch_gpus()[n] + self.reserved[n, t] > self.inst.capacity[n, t]
+                over = self.batch_gpus()[n] + self.serving.reserved[n, t] > self.inst.capacity[n, t]
                 if over and self.overrunning(k, t):
                     self.stop(k, t)
 
@@ -442,7 +396,7 @@ class _Replayer:
                 used, held = self.holdings()
             fits = all(
                 not held[n] & set(g)
-                and used[n] + len(g) + self.reserved[n, t] + self.extra[n]
+                and used[n] + len(g) + self.serving.reserved[n, t] + self.serving.extra[n]
                 <= self.inst.capacity[n, t]
                 for n, g in gpus.items()
             )
@@ -478,11 +432,13 @@ class _Replayer:
             if due or (event and not policy.open_loop):
                 self.decide(t, due)
             self.reclaim_for_inference(t)
-            served, wanted, missing, preempted = self.serve_inference(t)
+            served, wanted, missing, preempted = self.serving.serve(
+                t, self.batch_gpus, self.preempt_one
+            )
             blocked = self.start_jobs(t)
             event = preempted or blocked
             used = self.batch_gpus()
-            over = used + self.reserved[:, t] + self.extra > inst.capacity[:, t]
+            over = used + self.serving.reserved[:, t] + self.serving.extra > inst.capacity[:, t]
             if over.any():  # the replay's own invariant: never more GPUs than a node has
                 n = int(np.flatnonzero(over)[0])
                 raise RuntimeError(
@@ -506,7 +462,7 @@ def _figures(r: _Replayer, totals: SlotTotals, by_slot: list[float]) -> Replay:
     """What a finished replay realized, with its audit and the judgements read from it."""
     inst, policy = r.inst, r.policy
     promised, promise_error, p50_error, coverage = r.book.figures(inst.slots, inst.hours_per_slot)
-    audit = Audit(r.runs, r.ran_replicas, r.served)
+    audit = Audit(r.runs, r.serving.ran_replicas, r.serving.served)
     told_fails = r.world.fails if policy.knows_outcomes else frozenset()
     starved = {s.job: s.slots for s in starved_jobs(inst, audit, told_fails)}
     run_error, under = r.predictions.figures(inst.hours_per_slot)

@@ -1,0 +1,77 @@
+"""Inference in a replay's world: the plan's reservation, the replicas that ran and the demand
+they served. Each slot the world's demand takes the reserved replicas first, then free GPUs
+(`extra`), then preempts batch work through the replayer."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from horizon_opt.inference import Layout
+from horizon_opt.instance import FloatArray, Instance, IntArray
+from horizon_opt.simulate.world import World
+
+
+class Serving:
+    """The reservation in force (`reserved` GPUs per node and slot, the layout's replicas), and
+    per service the replicas that ran ([nodes of its pool, S]) and the demand served ([S])."""
+
+    def __init__(self, instance: Instance, world: World) -> None:
+        self.inst = instance
+        self.world = world
+        self.ran_replicas = [
+            np.zeros((instance.pools[s.pool].nodes, instance.slots), dtype=np.int64)
+            for s in instance.services
+        ]
+        self.served: list[FloatArray] = [np.zeros(instance.slots) for _ in instance.services]
+        self.layout_replicas: tuple[IntArray, ...] = ()
+        self.replicas: dict[int, IntArray] = {}  # service -> [S] reserved replicas
+        self.reserved: IntArray = np.zeros((instance.num_nodes, instance.slots), dtype=np.int64)
+        self.extra: IntArray = np.zeros(instance.num_nodes, dtype=np.int64)  # at this slot
+
+    def adopt(self, layout: Layout) -> None:
+        """Take a plan's inference layout (it may reach past the replayed horizon)."""
+        inst = self.inst
+        self.reserved = inst.capacity - layout.free[:, : inst.slots]
+        self.layout_replicas = layout.replicas
+        self.replicas = {s.index: layout.replicas[s.index].sum(axis=0) for s in inst.services}
+
+    def serve(
+        self, t: int, batch_gpus: Callable[[], IntArray], preempt: Callable[[int, int], bool]
+    ) -> tuple[float, float, float, bool]:
+        """Inference at `t`: the reserved replicas first, then free GPUs, then `preempt(pool,
+        t)` of batch work. Returns (GPUs serving demand, replicas of demand, replicas of demand
+        short, whether a job was preempted)."""
+        serving = demand = short = 0.0
+        preempted = False
+        self.extra = np.zeros(self.inst.num_nodes, dtype=np.int64)
+        for s in self.inst.services:
+            actual = float(self.world.demand[s.index][t])
+            need = math.ceil(actual - 1e-9)
+            missing = max(need - int(self.replicas[s.index][t]), 0)
+            rows = list(self.inst.pools[s.pool].node_range)
+            ran = self.ran_replicas[s.index][:, t]
+            ran += self.layout_replicas[s.index][:, t]
+            while missing > 0:
+                free = (
+                    self.inst.capacity[rows, t]
+                    - batch_gpus()[rows]
+                    - self.reserved[rows, t]
+                    - self.extra[rows]
+                )
+                for k, n in enumerate(rows):
+                    fit = min(int(free[k]) // s.gpus_per_replica, missing)
+                    self.extra[n] += fit * s.gpus_per_replica
+                    ran[k] += fit
+                    missing -= fit
+                if missing == 0 or not preempt(s.pool, t):
+                    break
+                preempted = True
+            got = min(actual, need - missing)
+            self.served[s.index][t] = got
+            serving += got * s.gpus_per_replica
+            demand += actual
+            short += actual - got
+        return serving, demand, short, preempted
