@@ -76,22 +76,18 @@ class Source(_Model):
 _SECONDS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*s\s*$")
 
 
-def _minutes(value: str) -> float | None:
-    """Minutes of a duration (`15m`, `2h`, `30s`), or 0 for `0`."""
+def config_minutes(value: str) -> float | None:
+    """Minutes of a duration as the run configuration and `--every` read it (`15m`, `2h`,
+    `30s`), or 0 for `0`."""
     seconds = _SECONDS.match(value)
     if seconds is not None:
         return float(seconds.group(1)) / 60
     return 0.0 if value.strip() == "0" else duration_minutes(value)
 
 
-def config_minutes(value: str) -> float | None:
-    """Minutes of a duration as the run configuration reads it (`--every` too)."""
-    return _minutes(value)
-
-
 def whole_minutes(value: str) -> int:
     """A checked duration in whole minutes, rounded up (a cadence of 0.5m is 1 minute, not 0)."""
-    minutes = _minutes(value)
+    minutes = config_minutes(value)
     assert minutes is not None  # checked when read
     return math.ceil(minutes - 1e-9)
 
@@ -103,7 +99,7 @@ def _zero(value: object) -> object:
 
 def _checked(positive: bool) -> Callable[[str], str]:
     def check(value: str) -> str:
-        minutes = _minutes(value)
+        minutes = config_minutes(value)
         if minutes is None or minutes < 0 or (minutes == 0 and positive):
             raise ValueError(f"not a duration: {value!r} (e.g. 15m, 2h)")
         return value
