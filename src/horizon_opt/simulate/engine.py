@@ -29,6 +29,7 @@ from horizon_opt.plan import Plan
 from horizon_opt.replan import PROMISE_AHEAD_MINUTES, replan, with_held_promises
 from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.bets import RunTimeBets
+from horizon_opt.simulate.dispatch import reseat
 from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.predictions import PredictionLog
@@ -400,6 +401,9 @@ class _Replayer:
                 <= self.inst.capacity[n, t]
                 for n, g in gpus.items()
             )
+            other = self.reseat(j, t, used, held) if ready and not fits else None
+            if other is not None:  # its GPUs are taken: other GPUs the plan leaves free
+                gpus, fits = other, True
             if not (ready and fits):
                 blocked = True
                 continue
@@ -414,6 +418,30 @@ class _Replayer:
                 used[n] += len(g)
                 held[n].update(g)
         return blocked
+
+    def reseat(
+        self, j: int, t: int, used: IntArray, held: dict[int, set[int]]
+    ) -> dict[int, tuple[int, ...]] | None:
+        """Other GPUs of its planned pool for job `j`, whose planned GPUs are taken at `t`,
+        that the plan leaves free for its planned run (`simulate.dispatch`), or None."""
+        pool, _ = self.plan_gpus[j]
+        planned = [
+            (s, self.plan_ends[k], self.plan_gpus[k][1])
+            for s, jobs in self.starts.items()
+            if s >= t
+            for k in jobs
+            if k != j and k not in self.running and k not in self.gone
+        ]
+        return reseat(
+            self.inst,
+            pool,
+            self.inst.jobs[j].gangs[pool],
+            (t, self.plan_ends[j]),
+            used + self.serving.extra,
+            held,
+            self.serving.reserved,
+            planned,
+        )
 
     def run(self) -> Replay:
         inst, policy = self.inst, self.policy

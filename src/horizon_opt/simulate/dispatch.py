@@ -1,0 +1,64 @@
+"""Re-seating a planned start whose GPUs are taken: the job starts on other GPUs of its pool.
+
+A plan names concrete GPUs, but a real scheduler given a plan's start (a priority, a
+reservation) picks the nodes itself when the job starts. Between two plans, demand above the
+forecast can take the GPUs a start was given (inference takes free GPUs before it preempts);
+holding the job back until the next plan would leave it waiting beside idle GPUs. So the replay
+starts it, at its planned time, on GPUs that the plan itself leaves free for its whole planned
+run: not held, not reserved for inference, not given to another planned job over that time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from horizon_opt.instance import Gang, Instance, IntArray
+
+Gpus = dict[int, tuple[int, ...]]  # node -> GPU indices
+
+
+def reseat(
+    instance: Instance,
+    pool: int,
+    gang: Gang,
+    run: tuple[int, int],
+    taken_now: IntArray,
+    held: Mapping[int, set[int]],
+    reserved: IntArray,
+    planned: Iterable[tuple[int, int, Gpus]],
+) -> Gpus | None:
+    """GPUs of `pool` where `gang` fits over `run` (start, planned end), or None.
+
+    `taken_now` [N]: GPUs in use at the start (running jobs and inference beyond the plan's
+    reservation), kept taken for the whole run; `held`: which GPUs the running jobs hold;
+    `reserved` [N, S]: the plan's inference reservation; `planned`: the plan's other starts
+    (start, end, GPUs) not yet made."""
+    start, end = run
+    stop = min(end, instance.slots)
+    nodes = instance.pools[pool].node_range
+    busy = np.zeros((instance.num_nodes, max(stop - start, 1)), dtype=np.int64)
+    named: dict[int, set[int]] = {n: set(g) for n, g in held.items()}
+    for s, e, gpus in planned:
+        if s >= stop or e <= start:
+            continue
+        for n, g in gpus.items():
+            busy[n, max(s - start, 0) : max(min(e, stop) - start, 0)] += len(g)
+            named.setdefault(n, set()).update(g)
+    chosen: Gpus = {}
+    for n in nodes:
+        room = (
+            instance.capacity[n, start:stop]
+            - reserved[n, start:stop]
+            - busy[n, : stop - start]
+            - taken_now[n]
+        )
+        if room.size == 0 or int(room.min()) < gang.gpus_per_node:
+            continue
+        free = [g for g in range(int(instance.capacity[n, start])) if g not in named.get(n, ())]
+        if len(free) >= gang.gpus_per_node:
+            chosen[n] = tuple(free[: gang.gpus_per_node])
+        if len(chosen) == gang.nodes:
+            return chosen
+    return None
