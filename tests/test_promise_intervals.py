@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from horizon_opt.simulate.promise_intervals import MIN_RESOLVED, Promise, PromiseBook
+from horizon_opt.lateness import MIN_RESOLVED
+from horizon_opt.simulate.promise_intervals import Promise, PromiseBook
 
 
 def test_before_any_history_p50_is_the_prediction_and_p90_as_far_past_as_it_is_ahead() -> None:

@@ -4,7 +4,7 @@ and cycles, a plan moved onto a later horizon, and metrics.prom read by Promethe
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -255,34 +255,88 @@ def test_demand_past_the_gpus_running_jobs_leave_is_planned_with_what_fits(
 def test_the_ledger_takes_starts_two_hours_ahead_and_keeps_the_first() -> None:
     """At 08:00 (slot 0), the plan's starts at slot 2 (2 h ahead) or later are promised, the
     earlier ones not; c's earlier promise (13:00) stays as first told, and a job that left the
-    queue (`gone`) leaves the ledger."""
-    from horizon_opt.service.promises import updated
+    queue (`gone`) leaves the ledger. With no history, each new promise's P50 is its start and
+    its P90 as far past it as it is ahead."""
+    from horizon_opt.service.promises import Ledger, Told, updated
 
     inst = _instance()
     plan = solve(inst, "greedy")
     starts = {a.job: a.start for a in plan.assignments}
-    told = {"c": datetime(2026, 12, 1, 13, tzinfo=UTC), "gone": START}
-    ledger = updated(inst, plan, told)
+    c = datetime(2026, 12, 1, 13, tzinfo=UTC)
+    told = {"c": Told(START, c, c, c), "gone": Told(START, START, START, START)}
+    ledger = updated(inst, plan, Ledger(told))
     expected = {j: inst.slot_time(s) for j, s in starts.items() if s >= 2 and j != "c"}
-    assert ledger == expected | {"c": told["c"]}
+    assert ledger.starts() == expected | {"c": c}
+    for job, when in expected.items():
+        assert when is not None
+        assert ledger.told[job].p50 == when and ledger.told[job].p90 == when + (when - START)
+
+
+def test_promises_that_came_true_late_widen_the_next_ones() -> None:
+    """Ten earlier promises, each made 4 h ahead, came true 2 h late (lateness 0.5): a new one
+    made 2 h ahead gets P50 = P90 = its start + 1 h. Job a, promised at 07:00 for 09:00 and
+    running since 08:00 (slot 0; now is slot 1), joins the history with the start seen (an hour
+    early: lateness -0.5, which leaves the median and the 90th percentile at 0.5)."""
+    from horizon_opt.service.promises import CameTrue, Ledger, Told, updated
+
+    inst = compile_instance(
+        parse_spec(
+            {
+                "name": "svc",
+                "horizon": {"slots": 8, "slot_minutes": 60, "start": START.isoformat()},
+                "now": 1,
+                "pools": [{"name": "h100", "gpu_type": "H100", "nodes": 1, "gpus_per_node": 8}],
+                "jobs": [
+                    {
+                        "id": "a",
+                        "priority": 1,
+                        "gpus": 8,
+                        "duration": 3,
+                        "placed": {"pool": "h100", "start": 0, "gpus": {"h100-0": list(range(8))}},
+                    },
+                    {"id": "b", "priority": 1, "gpus": 8, "duration": 2},
+                ],
+            }
+        )
+    )
+    hour = timedelta(hours=1)
+    made, predicted = START - 10 * hour, START - 6 * hour
+    history = tuple(
+        CameTrue(f"old{k}", Told(made, predicted, predicted, predicted), predicted + 2 * hour)
+        for k in range(10)
+    )
+    a = Told(START - hour, START + hour, START + hour, START + 3 * hour)
+    plan = solve(inst, "greedy")  # b after a, at slot 3 (11:00): 2 h after now (09:00)
+    assert {x.job: x.start for x in plan.assignments}["b"] == 3
+    ledger = updated(inst, plan, Ledger({"a": a}, history))
+    assert ledger.history[-1] == CameTrue("a", a, START)
+    b = START + 3 * hour
+    assert ledger.told == {"b": Told(START + hour, b, b + hour, b + hour)}
 
 
 def test_the_ledger_on_a_later_horizon_and_on_disk(tmp_path: Path) -> None:
     """10:30 on a horizon from 08:00 in hours: the last slot that starts by then is 2."""
     from horizon_opt.service.promises import (
         PROMISES,
+        CameTrue,
+        Ledger,
+        Told,
         promised_slots,
         promises_json,
         read_promises,
     )
 
-    ledger = {"a": datetime(2026, 12, 1, 10, 30, tzinfo=UTC), "zzz": START}
-    assert promised_slots(_instance(), ledger) == {"a": 2}
+    when = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
+    assert promised_slots(_instance(), {"a": when, "zzz": START}) == {"a": 2}
+    told = {"a": Told(START, when, when, when + timedelta(minutes=150))}
+    ledger = Ledger(told, (CameTrue("x", Told(START, START, START, START), when),))
     (tmp_path / PROMISES).write_text(promises_json(ledger))
     lines: list[str] = []
     assert read_promises(tmp_path, lines) == ledger and lines == []
+    (tmp_path / PROMISES).write_text(json.dumps({"promises": {"a": "2026-12-01T10:30:00Z"}}))
+    assert read_promises(tmp_path, lines).told["a"].made == when - timedelta(hours=2)
     (tmp_path / PROMISES).write_text("{")
-    assert read_promises(tmp_path, lines) == {}
+    assert read_promises(tmp_path, lines) == Ledger()
     assert "is unreadable" in lines[0] and "no promise is held" in lines[0]
 
 

@@ -163,7 +163,7 @@ def _plan_cycle(
     if instance.start is None:
         raise CycleFailed("import", ["the instance has no horizon.start: actions need times"])
     promises = read_promises(folder.last_cycle(), lines)
-    plan = _replan(config, folder, _holding(config, instance, promises), lines)
+    plan = _replan(config, folder, _holding(config, instance, promises.starts()), lines)
     violations = check(instance, plan)
     if violations:
         raise CycleFailed("check", [f"the plan is invalid: {violations[0]}"])

@@ -1,10 +1,14 @@
-"""What the service told people: each waiting job's start as first predicted far enough ahead.
+"""What the service told people: each waiting job's start as first predicted far enough ahead,
+with a P50 and a P90 learned from how late the promises before it came true.
 
 Every cycle writes `promises.json` beside its plan: job id -> the start time the first plan to
-predict it at least `PROMISE_AHEAD_MINUTES` ahead gave it. A job leaves the ledger when it
-starts or leaves the queue. With `keep_promises` in the run configuration, the next cycle's plan
-holds these starts (`replan.with_held_promises`), as `simulate --keep-promises` does in the
-replay; without it the ledger still says what people were told, and how far plans moved from it.
+predict it at least `PROMISE_AHEAD_MINUTES` ahead gave it (`promises`), when that was and the
+interval it was given (`intervals`), and the promises that came true, newest last (`history`:
+when each was made, the start predicted, the start seen). A job leaves `promises` when it starts
+(into `history`) or leaves the queue. The interval follows `horizon_opt.lateness`, the rule the
+replay's promise book measures. With `keep_promises` in the run configuration, the next cycle's
+plan holds the promised starts (`replan.with_held_promises`), as `simulate --keep-promises`
+does in the replay; without it the ledger still says what people were told.
 """
 
 from __future__ import annotations
@@ -12,29 +16,102 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from horizon_opt.actions.core import is_running
 from horizon_opt.instance import Instance
+from horizon_opt.lateness import lateness_shares
 from horizon_opt.plan import Plan
 from horizon_opt.replan import PROMISE_AHEAD_MINUTES
 from horizon_opt.times import iso, parse_time
 
 PROMISES = "promises.json"
+HISTORY = 500  # the promises that came true kept to learn from: the newest
 
 
-def read_promises(cycle: Path | None, lines: list[str]) -> dict[str, datetime]:
-    """The ledger of the cycle at `cycle` (none: empty; unreadable: empty, with a warning)."""
+@dataclass(frozen=True)
+class Told:
+    """A promise: when it was made, the start it predicted, and its P50 and P90."""
+
+    made: datetime
+    start: datetime
+    p50: datetime
+    p90: datetime
+
+    @property
+    def lead(self) -> float:
+        """How far ahead it was made, in minutes (at least one)."""
+        return max((self.start - self.made).total_seconds() / 60, 1.0)
+
+    def lateness(self, when: datetime) -> float:
+        """How late a start at `when` is, as a share of the lead."""
+        return (when - self.start).total_seconds() / 60 / self.lead
+
+
+@dataclass(frozen=True)
+class CameTrue:
+    job: str
+    told: Told
+    started: datetime
+
+
+@dataclass(frozen=True)
+class Ledger:
+    told: dict[str, Told] = field(default_factory=dict)
+    history: tuple[CameTrue, ...] = ()
+
+    def starts(self) -> dict[str, datetime]:
+        """Job id -> the start it was promised."""
+        return {job: t.start for job, t in self.told.items()}
+
+    def lateness(self, now: datetime) -> list[float]:
+        """Lateness of the promises that came true, and of those overdue at `now` so far."""
+        out = [c.told.lateness(c.started) for c in self.history]
+        out += [t.lateness(now) for t in self.told.values() if t.start < now]
+        return out
+
+
+def read_promises(cycle: Path | None, lines: list[str]) -> Ledger:
+    """The ledger of the cycle at `cycle` (none: empty; unreadable: empty, with a warning). A
+    promise without its interval (written before intervals were) counts as made
+    `PROMISE_AHEAD_MINUTES` before its start, with the start as its P50 and P90."""
     if cycle is None or not (cycle / PROMISES).exists():
-        return {}
+        return Ledger()
     try:
         raw = json.loads((cycle / PROMISES).read_text(encoding="utf-8"))
-        when = {str(job): parse_time(str(text)) for job, text in raw["promises"].items()}
+        intervals = raw.get("intervals", {})
+        told = {}
+        for job, text in raw["promises"].items():
+            start = _time(text)
+            told[str(job)] = _told(intervals.get(job), start)
+        history = tuple(
+            CameTrue(
+                str(row["job"]),
+                _told(row, _time(row["predicted"])),
+                _time(row["started"]),
+            )
+            for row in raw.get("history", [])
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         lines.append(f"warning: {cycle / PROMISES} is unreadable ({exc}): no promise is held")
-        return {}
-    return {job: t for job, t in when.items() if t is not None}
+        return Ledger()
+    return Ledger(told, history)
+
+
+def _time(text: Any) -> datetime:
+    when = parse_time(str(text))
+    if when is None:
+        raise ValueError(f"{text!r} is no time")
+    return when
+
+
+def _told(row: Mapping[str, Any] | None, start: datetime) -> Told:
+    if row is None:
+        return Told(start - timedelta(minutes=PROMISE_AHEAD_MINUTES), start, start, start)
+    return Told(_time(row["made"]), start, _time(row["p50"]), _time(row["p90"]))
 
 
 def promised_slots(instance: Instance, promises: Mapping[str, datetime]) -> dict[str, int]:
@@ -51,22 +128,60 @@ def promised_slots(instance: Instance, promises: Mapping[str, datetime]) -> dict
     return out
 
 
-def updated(
-    instance: Instance, plan: Plan, promises: Mapping[str, datetime]
-) -> dict[str, datetime]:
-    """The ledger after this cycle: its promises of jobs that have not started, and the plan's
-    starts at least PROMISE_AHEAD_MINUTES ahead for waiting jobs not promised yet."""
-    started = {job.id for job in instance.jobs if is_running(instance, job)}
-    queued = {job.id for job in instance.jobs}
-    out = {job: t for job, t in promises.items() if job in queued and job not in started}
+def updated(instance: Instance, plan: Plan, ledger: Ledger) -> Ledger:
+    """The ledger after this cycle: the promises of jobs that have not started; those that did
+    into the history, with the start seen; and the plan's starts at least
+    PROMISE_AHEAD_MINUTES ahead for waiting jobs not promised yet, each with its interval."""
+    now = instance.slot_time(instance.now)
+    assert now is not None  # the service's instances all have a start
+    queued = {job.id: job for job in instance.jobs}
+    told: dict[str, Told] = {}
+    came_true = list(ledger.history)
+    for job_id, t in ledger.told.items():
+        job = queued.get(job_id)
+        if job is None:
+            continue  # it left the queue
+        if job.placed is not None and is_running(instance, job):
+            started = instance.slot_time(job.placed.start)
+            assert started is not None
+            came_true.append(CameTrue(job_id, t, started))
+        else:
+            told[job_id] = t
+    history = tuple(came_true[-HISTORY:])
+    p50, p90 = lateness_shares(Ledger(told, history).lateness(now))
     ahead = -(-PROMISE_AHEAD_MINUTES // instance.slot_minutes)
     for a in plan.assignments:  # a running job's start is before now: never a promise
         when = instance.slot_time(a.start)
-        if a.job not in out and when is not None and a.start - instance.now >= ahead:
-            out[a.job] = when
-    return out
+        if a.job in told or when is None or a.start - instance.now < ahead:
+            continue
+        lead = when - now
+        told[a.job] = Told(now, when, _minute(when + p50 * lead), _minute(when + p90 * lead))
+    return Ledger(told, history)
 
 
-def promises_json(promises: Mapping[str, datetime]) -> str:
-    body = {job: iso(when) for job, when in sorted(promises.items())}
-    return json.dumps({"promises": body}, indent=2) + "\n"
+def _minute(when: datetime) -> datetime:
+    """`when` rounded up to the minute: an interval is told in minutes."""
+    whole = when.replace(second=0, microsecond=0)
+    return whole if whole == when else whole + timedelta(minutes=1)
+
+
+def promises_json(ledger: Ledger) -> str:
+    told = sorted(ledger.told.items())
+    body = {
+        "promises": {job: iso(t.start) for job, t in told},
+        "intervals": {
+            job: {"made": iso(t.made), "p50": iso(t.p50), "p90": iso(t.p90)} for job, t in told
+        },
+        "history": [
+            {
+                "job": c.job,
+                "made": iso(c.told.made),
+                "predicted": iso(c.told.start),
+                "p50": iso(c.told.p50),
+                "p90": iso(c.told.p90),
+                "started": iso(c.started),
+            }
+            for c in ledger.history
+        ],
+    }
+    return json.dumps(body, indent=2) + "\n"

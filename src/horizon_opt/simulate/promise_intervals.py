@@ -1,15 +1,11 @@
 """Promises as intervals: each start a plan first predicts far enough ahead, with a P50 and a
-P90 learned from how late the promises before it came true.
+P90 learned from how late the promises before it came true (`horizon_opt.lateness`).
 
 A plan's predicted start trusts every run time it planned on; in the world, jobs end early or
 late, arrive, fail and are preempted, so starts move. How much they moved is history the
-replay has, as a production scheduler has: each promise's lateness (actual start minus
-predicted, a share of how far ahead it was made). A new promise made `lead` slots ahead gets
-P50 = predicted + median lateness x lead and P90 = predicted + 90th percentile x lead, over
-the promises made before it that have resolved (the job started) or are already overdue (then
-their lateness so far, a lower bound). Until `MIN_RESOLVED` have, P50 is the prediction and
-P90 is as far past it as the prediction is ahead (lateness 1). A promised job that never starts
-counts as starting at the horizon's end.
+replay has, as a production scheduler has: each promise's lateness over the promises made
+before it that have resolved (the job started) or are already overdue. A promised job that
+never starts counts as starting at the horizon's end.
 """
 
 from __future__ import annotations
@@ -19,8 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-MIN_RESOLVED = 10
-P90 = 0.9
+from horizon_opt.lateness import lateness_shares
 
 
 @dataclass(frozen=True)
@@ -47,11 +42,7 @@ class PromiseBook:
         if job in self.first or job in self.started:
             return
         lead = max(predicted - made, 1)
-        lateness = self._lateness(made)
-        if len(lateness) < MIN_RESOLVED:
-            p50, p90 = 0.0, 1.0
-        else:
-            p50, p90 = (float(np.quantile(lateness, q)) for q in (0.5, P90))
+        p50, p90 = lateness_shares(self._lateness(made))
         early = predicted + math.floor(p50 * lead)
         self.first[job] = Promise(
             made, predicted, early, max(early, predicted + math.ceil(p90 * lead))
