@@ -121,3 +121,39 @@ def test_a_priority_threshold_is_one_by_one_and_never_what_an_optimal_plan_needs
     assert "6.67" not in out and "only above priority" not in out and "pwo needs" not in out
     whole = runner.invoke(app, ["explain", str(DEMO), str(plan)]).stdout
     assert "only above priority" not in whole and "pwo needs" not in whole
+
+
+def test_promises_show_each_promised_start_with_its_interval(
+    plan_file: Path, tmp_path: Path
+) -> None:
+    """A run cycle's promises.json: the promised job's start, P50, P90 and when it was told, in
+    text, in one job's block and in JSON (`promise`, null for a job without one)."""
+    plan = ho.Plan.read(plan_file)
+    job = plan.assignments[0].job
+    ledger = tmp_path / "promises.json"
+    interval = {
+        "made": "2026-12-01T06:00:00Z",
+        "p50": "2026-12-01T09:00:00Z",
+        "p90": "2026-12-01T12:00:00Z",
+    }
+    start = "2026-12-01T08:00:00Z"
+    ledger.write_text(json.dumps({"promises": {job: start}, "intervals": {job: interval}}))
+    told = f"{start} (P50 {interval['p50']}, P90 {interval['p90']}; told {interval['made']})"
+    code, out, _ = explain(str(DEMO), str(plan_file), "--promises", str(ledger))
+    assert code == 0 and f"  {job}: {told}" in out
+    code, out, _ = explain(str(DEMO), str(plan_file), "--promises", str(ledger), "--job", job)
+    assert code == 0 and f"  promised: {told}" in out
+    code, out, _ = explain(str(DEMO), str(plan_file), "--promises", str(ledger), "-f", "json")
+    rows = {r["job"]: r["promise"] for r in json.loads(out)["jobs"]}
+    assert rows[job] == interval | {"start": start}
+    assert sum(r is None for r in rows.values()) == len(rows) - 1
+
+
+def test_a_bad_promises_file_is_named(plan_file: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "promises.json"
+    bad.write_text('{"promises": {"x": "tomorrow"}}')
+    code, out, err = explain(str(DEMO), str(plan_file), "--promises", str(bad))
+    assert code == 2 and out == ""
+    assert f"--promises: {bad} is no promise ledger" in err
+    code, _, err = explain(str(DEMO), str(plan_file), "--promises", str(tmp_path / "none.json"))
+    assert code == 2 and "--promises: cannot read" in err

@@ -36,6 +36,7 @@ from horizon_opt.io import load_instance, write_atomic
 from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.plan import Plan
 from horizon_opt.prices import CapacityPrices, capacity_prices, format_prices, prices_to_json
+from horizon_opt.service.promises import load_ledger
 from horizon_opt.whatif import (
     METAVAR,
     Change,
@@ -225,10 +226,19 @@ def explain_cmd(
             parser=file_name,
         ),
     ] = None,
+    promises: Annotated[
+        Path | None,
+        typer.Option(
+            "--promises",
+            help="A cycle's promises.json (run): each promised job's start with its P50 and P90.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """When each job starts, its earliest start alone on the cluster, and for a late or unplanned
     job: why (its cause code) and what it would take (a start by moving only lower-value work,
-    the priority that would outrank the work in its way)."""
+    the priority that would outrank the work in its way); with --promises, what people were
+    told."""
     with input_errors():
         if fmt not in EXPLAIN_FORMATS:
             raise InputError(
@@ -236,19 +246,21 @@ def explain_cmd(
             )
         check_outputs(
             [] if output is None else [Output("--output", output, stdout=True)],
-            [("the instance file", instance), ("the plan file", plan_file)],
+            [("the instance file", instance), ("the plan file", plan_file)]
+            + ([] if promises is None else [("the promises file", promises)]),
         )
         inst = load_instance(instance)
         plan = Plan.read(plan_file)
+        told = None if promises is None else load_ledger(promises).intervals()
         records = explain(inst, plan, job, source=str(plan_file))
     if fmt == "json":
-        text = explanations_json(plan, records)
+        text = explanations_json(plan, records, told)
     elif fmt == "csv":
         text = explanations_csv(inst, records)
     elif job is not None:
-        text = format_one(inst, records[0])
+        text = format_one(inst, records[0], told)
     else:
-        text = format_explanations(inst, plan, records)
+        text = format_explanations(inst, plan, records, told)
     if output is None or is_stdout(output):
         typer.echo(text, nl=False)
         return

@@ -8,7 +8,7 @@ import dataclasses
 import io
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from horizon_opt.explain import JobExplanation
 from horizon_opt.instance import Instance
@@ -89,8 +89,20 @@ def explanations_csv(instance: Instance, records: Sequence[JobExplanation]) -> s
     return buf.getvalue()
 
 
-def explanations_json(plan: Plan, records: Sequence[JobExplanation]) -> str:
-    jobs = [dataclasses.asdict(r) | {"waits": r.waits} for r in records]
+Promised = Mapping[str, Mapping[str, str]]  # job -> its promise: start, p50, p90, made (ISO)
+
+
+def explanations_json(
+    plan: Plan, records: Sequence[JobExplanation], promised: Promised | None = None
+) -> str:
+    """Every job's answer; with `promised` (a promise ledger's), each job's `promise` too
+    (null when it holds none)."""
+    jobs = []
+    for r in records:
+        row = dataclasses.asdict(r) | {"waits": r.waits}
+        if promised is not None:
+            row["promise"] = promised.get(r.job)
+        jobs.append(row)
     data = {"instance": plan.instance, "solver": plan.solver, "jobs": jobs}
     return json.dumps(data, indent=1) + "\n"
 
@@ -156,9 +168,15 @@ def what_it_takes(instance: Instance, r: JobExplanation) -> list[str]:
     return lines
 
 
-def format_explanations(instance: Instance, plan: Plan, records: Sequence[JobExplanation]) -> str:
+def format_explanations(
+    instance: Instance,
+    plan: Plan,
+    records: Sequence[JobExplanation],
+    promised: Promised | None = None,
+) -> str:
     """A table of every job (status, planned start, earliest start alone, cause), then, for each
-    late or unplanned job, its reason and what it would take."""
+    late or unplanned job, its reason and what it would take; then the promises with their
+    intervals, when given."""
     counts = Counter(r.status for r in records)
     head = (
         f"plan {plan.solver} for {plan.instance}: "
@@ -194,12 +212,22 @@ def format_explanations(instance: Instance, plan: Plan, records: Sequence[JobExp
             continue
         out += ["", f"{r.job} ({r.status}, {r.code}): {r.reason}"]
         out += [f"  {line}" for line in what_it_takes(instance, r)]
+    told = [(r.job, promised[r.job]) for r in records if promised and r.job in promised]
+    if told:
+        out += ["", "promised starts, with the P50 and P90 learned from earlier promises:"]
+        out += [f"  {job}: {_promise(row)}" for job, row in told]
     return "\n".join(out) + "\n"
 
 
-def format_one(instance: Instance, r: JobExplanation) -> str:
-    """One job's answer, as a short block."""
+def _promise(row: Mapping[str, str]) -> str:
+    return f"{row['start']} (P50 {row['p50']}, P90 {row['p90']}; told {row['made']})"
+
+
+def format_one(instance: Instance, r: JobExplanation, promised: Promised | None = None) -> str:
+    """One job's answer, as a short block (with its promise, when `promised` holds one)."""
     lines = [f"{r.job}: {r.status}, priority {r.priority:g}, value {r.value:,.0f}"]
+    if promised and r.job in promised:
+        lines.append(f"  promised: {_promise(promised[r.job])}")
     if r.start is not None:
         lines.append(
             f"  planned: slot {_when(instance, r.start)} to {_when(instance, r.end)} on {r.pool}"

@@ -172,15 +172,16 @@ def _plan_cycle(
     metrics = plan_metrics(
         instance, plan, actions.by_kind(), required, None if read is None else read.drift
     )
+    told = updated(instance, plan, promises)
     files = {
         "queue.txt": payloads["queue"],
         "instance.yaml": yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
         "plan.json": plan.to_json(),
-        "explain.json": explanations_json(plan, explain(instance, plan)),
+        "explain.json": explanations_json(plan, explain(instance, plan), told.intervals()),
         "actions.sh": actions.to_script(applying=apply),
         "actions.json": actions.to_json(),
         "plan.prom": metrics,
-        PROMISES: promises_json(updated(instance, plan, promises)),
+        PROMISES: promises_json(told),
         "cycle.json": json.dumps(
             {
                 "horizon_start": iso(instance.start),

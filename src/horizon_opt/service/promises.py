@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from horizon_opt.actions.core import is_running
+from horizon_opt.errors import InputError
 from horizon_opt.instance import Instance
 from horizon_opt.lateness import lateness_shares
 from horizon_opt.plan import Plan
@@ -63,6 +64,13 @@ class Ledger:
     told: dict[str, Told] = field(default_factory=dict)
     history: tuple[CameTrue, ...] = ()
 
+    def intervals(self) -> dict[str, dict[str, str]]:
+        """Job id -> its promise as `promises.json` and `explain` write it (ISO times)."""
+        return {
+            job: {"start": iso(t.start), "p50": iso(t.p50), "p90": iso(t.p90), "made": iso(t.made)}
+            for job, t in sorted(self.told.items())
+        }
+
     def starts(self) -> dict[str, datetime]:
         """Job id -> the start it was promised."""
         return {job: t.start for job, t in self.told.items()}
@@ -75,29 +83,39 @@ class Ledger:
 
 
 def read_promises(cycle: Path | None, lines: list[str]) -> Ledger:
-    """The ledger of the cycle at `cycle` (none: empty; unreadable: empty, with a warning). A
-    promise without its interval (written before intervals were) counts as made
-    `PROMISE_AHEAD_MINUTES` before its start, with the start as its P50 and P90."""
+    """The ledger of the cycle at `cycle` (none: empty; unreadable: empty, with a warning)."""
     if cycle is None or not (cycle / PROMISES).exists():
         return Ledger()
     try:
-        raw = json.loads((cycle / PROMISES).read_text(encoding="utf-8"))
-        intervals = raw.get("intervals", {})
-        told = {}
-        for job, text in raw["promises"].items():
-            start = _time(text)
-            told[str(job)] = _told(intervals.get(job), start)
-        history = tuple(
-            CameTrue(
-                str(row["job"]),
-                _told(row, _time(row["predicted"])),
-                _time(row["started"]),
-            )
-            for row in raw.get("history", [])
-        )
+        return parse_ledger((cycle / PROMISES).read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         lines.append(f"warning: {cycle / PROMISES} is unreadable ({exc}): no promise is held")
         return Ledger()
+
+
+def load_ledger(path: Path) -> Ledger:
+    """A `promises.json` given by name (`explain --promises`): unreadable is an input error."""
+    try:
+        return parse_ledger(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError([f"--promises: cannot read {path}: {exc.strerror or exc}"]) from exc
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InputError([f"--promises: {path} is no promise ledger ({exc})"]) from exc
+
+
+def parse_ledger(text: str) -> Ledger:
+    """A `promises.json`'s ledger. A promise without its interval (written before intervals
+    were) counts as made `PROMISE_AHEAD_MINUTES` before its start, with the start as its P50
+    and P90."""
+    raw = json.loads(text)
+    intervals = raw.get("intervals", {})
+    told = {
+        str(job): _told(intervals.get(job), _time(when)) for job, when in raw["promises"].items()
+    }
+    history = tuple(
+        CameTrue(str(row["job"]), _told(row, _time(row["predicted"])), _time(row["started"]))
+        for row in raw.get("history", [])
+    )
     return Ledger(told, history)
 
 
@@ -170,7 +188,8 @@ def promises_json(ledger: Ledger) -> str:
     body = {
         "promises": {job: iso(t.start) for job, t in told},
         "intervals": {
-            job: {"made": iso(t.made), "p50": iso(t.p50), "p90": iso(t.p90)} for job, t in told
+            job: {k: v for k, v in row.items() if k != "start"}
+            for job, row in ledger.intervals().items()
         },
         "history": [
             {
