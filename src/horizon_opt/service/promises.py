@@ -75,11 +75,12 @@ class Ledger:
         """Job id -> the start it was promised."""
         return {job: t.start for job, t in self.told.items()}
 
-    def lateness(self, now: datetime) -> list[float]:
-        """Lateness of the promises that came true, and of those overdue at `now` so far."""
-        out = [c.told.lateness(c.started) for c in self.history]
-        out += [t.lateness(now) for t in self.told.values() if t.start < now]
-        return out
+    def lateness(self, now: datetime) -> tuple[list[float], list[float]]:
+        """Lateness of the promises that came true, and so far of those still waiting."""
+        return (
+            [c.told.lateness(c.started) for c in self.history],
+            [t.lateness(now) for t in self.told.values()],
+        )
 
 
 def read_promises(cycle: Path | None, lines: list[str]) -> Ledger:
@@ -166,7 +167,7 @@ def updated(instance: Instance, plan: Plan, ledger: Ledger) -> Ledger:
         else:
             told[job_id] = t
     history = tuple(came_true[-HISTORY:])
-    p50, p90 = lateness_shares(Ledger(told, history).lateness(now))
+    p50, p90 = lateness_shares(*Ledger(told, history).lateness(now))
     ahead = -(-PROMISE_AHEAD_MINUTES // instance.slot_minutes)
     for a in plan.assignments:  # a running job's start is before now: never a promise
         when = instance.slot_time(a.start)

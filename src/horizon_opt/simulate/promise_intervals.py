@@ -42,7 +42,7 @@ class PromiseBook:
         if job in self.first or job in self.started:
             return
         lead = max(predicted - made, 1)
-        p50, p90 = lateness_shares(self._lateness(made))
+        p50, p90 = lateness_shares(*self._lateness(made))
         early = predicted + math.floor(p50 * lead)
         self.first[job] = Promise(
             made, predicted, early, max(early, predicted + math.ceil(p90 * lead))
@@ -55,16 +55,19 @@ class PromiseBook:
         """Promised jobs not started yet -> their predicted start."""
         return {j: p.predicted for j, p in self.first.items() if j not in self.started}
 
-    def _lateness(self, now: int) -> list[float]:
-        """Lateness of the promises made before `now` that resolved or are overdue by then."""
-        out = []
+    def _lateness(self, now: int) -> tuple[list[float], list[float]]:
+        """Lateness of the promises made before `now` that came true by then, and so far of
+        those still waiting (negative before their predicted start)."""
+        came_true, waiting = [], []
         for j, p in self.first.items():
+            if p.made >= now:
+                continue
             start = self.started.get(j)
             if start is not None and start <= now:
-                out.append((start - p.predicted) / p.lead)
-            elif p.predicted < now:
-                out.append((now - p.predicted) / p.lead)
-        return out
+                came_true.append((start - p.predicted) / p.lead)
+            else:
+                waiting.append((now - p.predicted) / p.lead)
+        return came_true, waiting
 
     def figures(self, horizon: int, hours_per_slot: float) -> tuple[int, float, float, float]:
         """(promised jobs, median |start - prediction| in hours, median |start - P50| in hours,
