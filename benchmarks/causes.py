@@ -1,7 +1,7 @@
 """Cause codes in practice: what every solver's late and unplanned jobs are told, per code.
 
 For each instance and solver: the plan (checked), the cause code of every late or unplanned job
-(`horizon_opt.explain`), and how many of them are left without something to act on (neither
+(`horizon_opt.analysis.explain`), and how many of them are left without something to act on (neither
 "no priority is enough" with its reason, nor a priority that would outrank the work in the way,
 nor a start by moving only lower-value work). That count must be 0.
 
@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import horizon_opt as ho
-from horizon_opt.explain import explain
+from horizon_opt.analysis.explain import explain
 from horizon_opt.solvers import SOLVERS
 from horizon_opt.solvers.causes import Code
 

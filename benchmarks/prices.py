@@ -1,6 +1,6 @@
 """Capacity prices against re-solves: does the node price predict what one more node changes?
 
-For each instance and pool: the node price (`horizon_opt.prices`, from the time-indexed LP's
+For each instance and pool: the node price (`horizon_opt.analysis.prices`, from the time-indexed LP's
 duals) against (a) the change of the LP bound when the instance gets one more node of that pool,
 always up (the LP re-solved); (b) the same with only the runs the base LP has (the capacity
 grows, no run is added): what the price prices, so it must be at least that; and (c) the change
@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import horizon_opt as ho
-from horizon_opt.instance import Instance
+from horizon_opt.analysis.prices import capacity_prices
+from horizon_opt.analysis.whatif import Change, changed_instance
+from horizon_opt.model.instance import Instance
 from horizon_opt.params import SearchParams
-from horizon_opt.prices import capacity_prices
 from horizon_opt.relaxation import build_columns, pool_free_gpus, solve_lp, whole_free_nodes
 from horizon_opt.relaxation.master import column_generation
-from horizon_opt.whatif import Change, changed_instance
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import horizon_opt as ho
-from horizon_opt.compiler import compile_instance
-from horizon_opt.metrics import evaluate
-from horizon_opt.replan import replan
+from horizon_opt.loop.replan import replan
+from horizon_opt.loop.state import state_at
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.plans.metrics import evaluate
 from horizon_opt.solvers import Progress
-from horizon_opt.state import state_at
 
 HERE = Path(__file__).resolve().parent
 # Without --out, results go to bench-results/ (ignored by git): a run never rewrites the

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import horizon_opt as ho
-from horizon_opt.compiler import compile_instance
-from horizon_opt.snapshot import Running, instance_at
-from horizon_opt.spec import PlacedSpec
-from horizon_opt.state import placed_spec, with_placed, without_jobs
+from horizon_opt.loop.snapshot import Running, instance_at
+from horizon_opt.loop.state import placed_spec, with_placed, without_jobs
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.spec import PlacedSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 # Without --out, results go to bench-results/ (ignored by git): a run never rewrites the

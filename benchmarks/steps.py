@@ -31,8 +31,8 @@ import numpy as np
 
 import horizon_opt as ho
 from horizon_opt.generate import generate, write_instance
-from horizon_opt.inference import elastic_layout
 from horizon_opt.params import SearchParams
+from horizon_opt.plans.inference import elastic_layout
 from horizon_opt.relaxation import solve_lp
 from horizon_opt.relaxation.columns import build_columns
 from horizon_opt.solvers import grid

@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 
 import horizon_opt as ho
+from horizon_opt.model.teams import quota_profile
 from horizon_opt.params import LOOP
 from horizon_opt.simulate.audit import Audit, actual_spec, ran_plan
 from horizon_opt.simulate.engine import replay
 from horizon_opt.simulate.policy import policy
 from horizon_opt.simulate.world import Noise
 from horizon_opt.simulate.worlds import WORLDS, world_for
-from horizon_opt.teams import quota_profile
 
 HERE = Path(__file__).resolve().parent
 POLICIES = ("backfill", "cpsat@event")

@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from horizon_opt import bench
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
-from horizon_opt.plan import Plan
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.plan import Plan
 
 Spec = dict[str, Any]
 

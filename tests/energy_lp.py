@@ -19,7 +19,7 @@ from __future__ import annotations
 import highspy
 import numpy as np
 
-from horizon_opt.instance import Instance, earliest_starts
+from horizon_opt.model.instance import Instance, earliest_starts
 from horizon_opt.relaxation import pool_free_gpus
 from horizon_opt.relaxation.highs import new_highs
 

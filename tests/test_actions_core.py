@@ -23,11 +23,11 @@ from horizon_opt.actions import (
     slurm_actions,
 )
 from horizon_opt.actions.kueue import KueueOptions
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
-from horizon_opt.plan import Plan
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.plan import Plan
 
 
 def _render(

@@ -37,12 +37,12 @@ from horizon_opt.actions import (
     kueue_actions,
     quota_path,
 )
-from horizon_opt.check import check
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
-from horizon_opt.plan import Plan
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.check import check
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import solve
 
 # ---- the Kueue schema fields these patches may touch

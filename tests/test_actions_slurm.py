@@ -27,12 +27,12 @@ import pytest
 
 from horizon_opt.actions import RESERVATION_FLAGS, Actions, SlurmOptions, slurm_actions
 from horizon_opt.actions.slurm_state import SlurmState
-from horizon_opt.check import check
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
-from horizon_opt.plan import Plan
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.check import check
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import solve
 
 # ---- what scontrol(1) documents

@@ -28,7 +28,7 @@ from horizon_opt import bench
 from horizon_opt.bench import pool
 from horizon_opt.cli import app
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
+from horizon_opt.model.instance import Instance
 from horizon_opt.simulate import policy, simulate
 from horizon_opt.simulate.world import Noise
 from horizon_opt.simulate.worlds import world_for

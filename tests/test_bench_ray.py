@@ -31,7 +31,7 @@ from horizon_opt import bench
 from horizon_opt.bench import pool, ray_engine
 from horizon_opt.bench.worker import worker_main
 from horizon_opt.cli import app
-from horizon_opt.instance import Instance
+from horizon_opt.model.instance import Instance
 
 HERE = Path(__file__).resolve().parent
 DEMO = HERE.parent / "instances" / "demo.yaml"  # its demand comes from a CSV beside it

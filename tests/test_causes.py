@@ -18,7 +18,7 @@ import pytest
 from conftest import FIFO_TROUGH, Spec, build
 
 import horizon_opt as ho
-from horizon_opt.inference import Layout, elastic_layout, static_peak_layout
+from horizon_opt.plans.inference import Layout, elastic_layout, static_peak_layout
 from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.causes import MEANING, Cause, Code
 from horizon_opt.solvers.diagnosis import unscheduled_causes

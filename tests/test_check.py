@@ -16,9 +16,9 @@ from test_solvers import INSTANCES as SOLVER_INSTANCES
 from test_solvers import build
 
 from horizon_opt import load_instance
-from horizon_opt.check import MAX_PER_RULE, Violation, check, expected_holding
-from horizon_opt.instance import Instance
-from horizon_opt.plan import InferenceBlock, Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.check import MAX_PER_RULE, Violation, check, expected_holding
+from horizon_opt.plans.plan import InferenceBlock, Plan
 
 Data = dict[str, Any]
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from horizon_opt.check import check
-from horizon_opt.instance import Instance, Job, Placed
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance, Job, Placed
+from horizon_opt.plans.check import check
+from horizon_opt.plans.plan import Plan
 
 Data = dict[str, Any]
 

@@ -19,10 +19,10 @@ import pytest
 from pydantic import ValidationError
 
 from horizon_opt import compile_instance
-from horizon_opt.churn import Move, churn, moved_jobs
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Assignment, Churn, Plan, Unscheduled
-from horizon_opt.spec import InstanceSpec
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import InstanceSpec
+from horizon_opt.plans.churn import Move, churn, moved_jobs
+from horizon_opt.plans.plan import Assignment, Churn, Plan, Unscheduled
 
 NODES = {"a": "a-0", "b": "b-0"}
 

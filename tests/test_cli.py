@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from horizon_opt import __version__
 from horizon_opt.cli import app
-from horizon_opt.plan import Plan
+from horizon_opt.plans.plan import Plan
 
 runner = CliRunner()
 

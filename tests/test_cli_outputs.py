@@ -22,10 +22,10 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from horizon_opt.cli import app
+from horizon_opt.cli.outputs import Output, check_outputs
 from horizon_opt.errors import InputError
 from horizon_opt.io import write_atomic
-from horizon_opt.outputs import Output, check_outputs
-from horizon_opt.plan import Plan
+from horizon_opt.plans.plan import Plan
 
 runner = CliRunner()
 

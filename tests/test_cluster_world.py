@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from test_solvers import build
 
-from horizon_opt.instance import Instance
+from horizon_opt.model.instance import Instance
 from horizon_opt.simulate.cluster_world import (
     FAIL_GANG,
     FAIL_SINGLE,

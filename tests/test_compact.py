@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from horizon_opt.compiler import compile_instance
-from horizon_opt.inference import elastic_layout, plan_layout
-from horizon_opt.instance import Instance, Promise
-from horizon_opt.io import parse_spec
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance, Promise
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.inference import elastic_layout, plan_layout
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.compact import fill_gaps, left_shift

@@ -11,7 +11,8 @@ import io
 
 import pytest
 
-from horizon_opt.comparison_table import (
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.comparison_table import (
     Column,
     Comparison,
     compare_columns,
@@ -21,8 +22,7 @@ from horizon_opt.comparison_table import (
     to_markdown,
     to_text,
 )
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Metrics, Plan
+from horizon_opt.plans.plan import Metrics, Plan
 
 KINDS = {"training": 1, "batch_inference": 0, "quantization": 0, "evaluation": 0, "other": 0}
 

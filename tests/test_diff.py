@@ -27,14 +27,14 @@ import yaml
 from typer.testing import CliRunner
 
 from horizon_opt import check, compile_instance, evaluate
-from horizon_opt.check import ensure_valid
-from horizon_opt.churn import moved_jobs
 from horizon_opt.cli import app
-from horizon_opt.diff import Delta, JobChange, format_diff, plan_diff
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Assignment, Metrics, Plan, Unscheduled
-from horizon_opt.spec import InstanceSpec
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import InstanceSpec
+from horizon_opt.plans.check import ensure_valid
+from horizon_opt.plans.churn import moved_jobs
+from horizon_opt.plans.diff import Delta, JobChange, format_diff, plan_diff
+from horizon_opt.plans.plan import Assignment, Metrics, Plan, Unscheduled
 
 runner = CliRunner()
 

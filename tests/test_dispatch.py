@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Gang, Instance
-from horizon_opt.io import parse_spec
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Gang, Instance
+from horizon_opt.model.load import parse_spec
 from horizon_opt.simulate.dispatch import reseat
 
 

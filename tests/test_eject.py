@@ -9,8 +9,8 @@ import pytest
 from test_solvers import FRAGMENT, PRIORITY, build
 
 import horizon_opt as ho
-from horizon_opt.inference import elastic_layout
 from horizon_opt.params import SearchParams
+from horizon_opt.plans.inference import elastic_layout
 from horizon_opt.solvers.assemble import build_plan
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.incumbent import Incumbent, placements_from_plan

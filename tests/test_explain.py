@@ -28,8 +28,8 @@ import pytest
 from test_causes import NO_POOL, deadline_data, predecessor_data, reserved_data, room_data
 
 import horizon_opt as ho
+from horizon_opt.analysis.explain import JobExplanation, explain
 from horizon_opt.errors import InputError
-from horizon_opt.explain import JobExplanation, explain
 from horizon_opt.export.explanations import (
     CSV_COLUMNS,
     explanations_csv,
@@ -37,9 +37,9 @@ from horizon_opt.export.explanations import (
     format_explanations,
     format_one,
 )
-from horizon_opt.inference import Layout, elastic_layout, plan_layout
-from horizon_opt.io import parse_spec
-from horizon_opt.plan import Assignment, Unscheduled
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.inference import Layout, elastic_layout, plan_layout
+from horizon_opt.plans.plan import Assignment, Unscheduled
 from horizon_opt.solvers.assemble import Placement, build_plan, plan_placements
 from horizon_opt.solvers.causes import Code
 from horizon_opt.solvers.diagnosis import unscheduled_causes

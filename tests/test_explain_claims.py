@@ -25,9 +25,9 @@ from test_causes import NO_POOL, deadline_data, predecessor_data, reserved_data,
 from test_explain import TROUGH, assert_move_is_valid
 
 import horizon_opt as ho
-from horizon_opt.check import check
-from horizon_opt.explain import JobExplanation, explain
+from horizon_opt.analysis.explain import JobExplanation, explain
 from horizon_opt.export.explanations import what_it_takes
+from horizon_opt.plans.check import check
 from horizon_opt.solvers import SolveOptions
 
 CPSAT = SolveOptions(time_limit=2.0, workers=1, seed=0)

@@ -25,9 +25,9 @@ from test_causes import STACKED, as_plan
 from test_explain import assert_move_is_valid, relaid_plan
 
 import horizon_opt as ho
-from horizon_opt.explain import explain
+from horizon_opt.analysis.explain import explain
 from horizon_opt.export.explanations import what_it_takes
-from horizon_opt.inference import elastic_layout
+from horizon_opt.plans.inference import elastic_layout
 from horizon_opt.solvers.assemble import Placement
 
 DEMO = Path(__file__).resolve().parent.parent / "instances" / "demo.yaml"

@@ -24,8 +24,8 @@ from horizon_opt.export.csv import (
     inference_path,
     parse_indices,
 )
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 
 DEMO = Path(__file__).resolve().parent.parent / "instances" / "demo.yaml"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 
 import horizon_opt as ho
 from horizon_opt.cli import app
-from horizon_opt.compiler import compile_instance
 from horizon_opt.generate import (
     FAMILIES,
     SIZES,
@@ -32,8 +31,9 @@ from horizon_opt.generate import (
     load_trace_inference,
     load_trace_jobs,
 )
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
 
 FAMILY_NAMES = ["enterprise", "hetero", "deadline", "trace", "enterprise-teams", "trace-teams"]
 TEAM_FAMILIES = {"enterprise-teams", "trace-teams"}

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from horizon_opt.check import check
-from horizon_opt.instance import Instance
-from horizon_opt.metrics import evaluate
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.check import check
+from horizon_opt.plans.metrics import evaluate
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import solve
 from horizon_opt.solvers.fifo import release_order
 

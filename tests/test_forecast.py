@@ -1,5 +1,5 @@
 """Forecasting replica demand from a history (horizon_opt.forecast), and demand CSVs whose `time`
-column is resampled onto the horizon's slots (horizon_opt.io.read_demand_csv).
+column is resampled onto the horizon's slots (horizon_opt.model.load.read_demand_csv).
 
 The histories are synthetic with known answers: a constant, a pure daily cycle (exact), a cycle
 that grows by a fixed factor a day (the level follows it, the plain quantile lags), i.i.d. noise
@@ -37,7 +37,7 @@ from horizon_opt.forecast import (
     summarize,
     write_demand_csv,
 )
-from horizon_opt.io import load_instance
+from horizon_opt.model.load import load_instance
 
 DAY = 86_400
 T0 = datetime(2026, 11, 1, tzinfo=UTC).timestamp()  # a midnight UTC

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from horizon_opt.check import check
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError, PlanError
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
-from horizon_opt.metrics import evaluate
-from horizon_opt.plan import Plan
-from horizon_opt.replan import replan
+from horizon_opt.loop.replan import replan
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.check import check
+from horizon_opt.plans.metrics import evaluate
+from horizon_opt.plans.plan import Plan
 
 Data = dict[str, Any]
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 import horizon_opt as ho
-from horizon_opt.compiler import compile_instance
 from horizon_opt.generate import FAMILIES, SIZES, generate, write_instance
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
 
 DEMO = Path(__file__).resolve().parent.parent / "instances" / "demo.yaml"
 

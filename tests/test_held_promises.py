@@ -16,12 +16,12 @@ from conftest import build
 from typer.testing import CliRunner
 
 import horizon_opt as ho
-from horizon_opt.check import check
 from horizon_opt.cli import app
-from horizon_opt.instance import Instance, Promise
+from horizon_opt.loop.replan import with_held_promises
+from horizon_opt.model.instance import Instance, Promise
+from horizon_opt.plans.check import check
 from horizon_opt.relaxation import solve_lp
 from horizon_opt.relaxation.pool_model import PoolLimits, pool_bound
-from horizon_opt.replan import with_held_promises
 from horizon_opt.simulate import World, policy, replay
 from horizon_opt.solvers import SolveOptions
 

@@ -22,16 +22,16 @@ import pytest
 from test_validation import assert_problem, problems_of
 
 import horizon_opt as ho
-from horizon_opt.compiler import compile_instance
+from horizon_opt.analysis.whatif import apply_changes, parse_change, what_if
 from horizon_opt.errors import InputError
 from horizon_opt.importers import read_cluster
 from horizon_opt.importers.table import import_table
-from horizon_opt.io import parse_spec
-from horizon_opt.node_names import name_problems
+from horizon_opt.loop.state import state_at
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.load import parse_spec
+from horizon_opt.model.node_names import name_problems
+from horizon_opt.model.spec import HOST_NAME_PATTERN, MAX_HOST_NAME, InstanceSpec
 from horizon_opt.solvers import SolveOptions
-from horizon_opt.spec import HOST_NAME_PATTERN, MAX_HOST_NAME, InstanceSpec
-from horizon_opt.state import state_at
-from horizon_opt.whatif import apply_changes, parse_change, what_if
 
 Spec = dict[str, Any]
 HOST_A = ["gpu-a-01", "gpu-a-02"]

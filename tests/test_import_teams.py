@@ -28,8 +28,8 @@ from horizon_opt.importers.kueue_queues import read_clusterqueues, read_localque
 from horizon_opt.importers.kueue_teams import team_name
 from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.importers.source import read_json
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 
 DATA = Path(__file__).parent / "data"
 SLURM = DATA / "slurm"

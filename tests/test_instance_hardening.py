@@ -24,11 +24,11 @@ from test_validation import assert_problem, job
 
 import horizon_opt
 from horizon_opt import load_instance, solve, validate
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
-from horizon_opt.spec import MAX_PRIORITY
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
+from horizon_opt.model.spec import MAX_PRIORITY
 
 Spec = dict[str, Any]
 ROOT = Path(__file__).resolve().parent.parent

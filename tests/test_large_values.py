@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import horizon_opt as ho
+from horizon_opt.model.load import parse_spec
 from horizon_opt.solvers.cpsat import model
 
 # Twenty nodes of 1,024 GPUs, weekly slots. Two whole-node gangs of 12 and 10 nodes for 6,000
@@ -24,7 +25,7 @@ BIG = {
 
 
 def test_the_scale_keeps_the_objective_in_range() -> None:
-    inst = ho.compile_instance(ho.io.parse_spec(BIG))
+    inst = ho.compile_instance(parse_spec(BIG))
     scale = model.value_scale(inst)
     weight = 1 + len(inst.jobs) * inst.slots
     assert sum(model.value_units(j.value, scale) for j in inst.jobs) * weight <= model.MAX_OBJECTIVE
@@ -33,7 +34,7 @@ def test_the_scale_keeps_the_objective_in_range() -> None:
 
 @pytest.mark.parametrize("solver", list(ho.SOLVERS))
 def test_huge_values_give_valid_plans(solver: str) -> None:
-    inst = ho.compile_instance(ho.io.parse_spec(BIG))
+    inst = ho.compile_instance(parse_spec(BIG))
     plan = ho.solve(inst, solver, time_limit=3.0, workers=1, seed=0)
     assert ho.check(inst, plan) == []
     assert plan.objective == pytest.approx(ho.evaluate(inst, plan).pwo)

@@ -15,9 +15,9 @@ from test_solvers import FAST, INSTANCES, OPTIMUM, build
 
 import horizon_opt as ho
 from horizon_opt.generate import generate
-from horizon_opt.inference import Layout, elastic_layout
-from horizon_opt.io import parse_spec
+from horizon_opt.model.load import parse_spec
 from horizon_opt.params import SearchParams
+from horizon_opt.plans.inference import Layout, elastic_layout
 from horizon_opt.relaxation import solve_lp
 from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.cpsat.budget import Budget

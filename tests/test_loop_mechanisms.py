@@ -13,10 +13,10 @@ from collections.abc import Sequence
 import pytest
 from conftest import QUEUE, build
 
-from horizon_opt.check import check
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.check import check
 from horizon_opt.simulate import Noise, World, draw_world, policy, replay
 from horizon_opt.simulate.audit import actual_spec, ran_plan
 from horizon_opt.simulate.replay_figures import Replay

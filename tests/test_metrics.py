@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from horizon_opt.check import check
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
-from horizon_opt.metrics import evaluate
-from horizon_opt.plan import Assignment, Plan
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.check import check
+from horizon_opt.plans.metrics import evaluate
+from horizon_opt.plans.plan import Assignment, Plan
 from horizon_opt.solvers import solve
 
 Data = dict[str, Any]

@@ -19,15 +19,15 @@ from test_solvers import LONG, OPEN_TAIL, build, solve_checked
 from typer.testing import CliRunner
 
 import horizon_opt as ho
+from horizon_opt.analysis.whatif import Change, changed_instance
 from horizon_opt.cli import app
 from horizon_opt.errors import InstanceError
-from horizon_opt.io import load_instance
+from horizon_opt.loop.snapshot import instance_at
+from horizon_opt.model.load import load_instance
+from horizon_opt.model.validate import validate
 from horizon_opt.simulate import Noise, draw_world, policy, simulate
 from horizon_opt.simulate.audit import audit_files, write_audit
-from horizon_opt.snapshot import instance_at
 from horizon_opt.solvers import SolveOptions
-from horizon_opt.validate import validate
-from horizon_opt.whatif import Change, changed_instance
 
 runner = CliRunner()
 FAST = SolveOptions(time_limit=1.0, workers=1, seed=0)

@@ -19,12 +19,12 @@ import pytest
 from test_validation import assert_problem, problems_of
 
 import horizon_opt as ho
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
-from horizon_opt.plan import Plan
+from horizon_opt.loop.state import state_at
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.residual import placed_value, residual_instance
-from horizon_opt.state import state_at
 
 Spec = dict[str, Any]
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,11 +16,11 @@ import yaml
 from conftest import tiny_plan_data
 from typer.testing import CliRunner
 
-from horizon_opt.check import check
 from horizon_opt.cli import app
 from horizon_opt.errors import PlanError
-from horizon_opt.instance import Instance
-from horizon_opt.plan import MAX_EXTRA_DEPTH, PLAN_INT_MAX, Metrics, Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.check import check
+from horizon_opt.plans.plan import MAX_EXTRA_DEPTH, PLAN_INT_MAX, Metrics, Plan
 
 Data = dict[str, Any]
 runner = CliRunner()

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from horizon_opt import io
 from horizon_opt.cli import app
 from horizon_opt.errors import PlanError
-from horizon_opt.instance import Instance
-from horizon_opt.metrics import evaluate
-from horizon_opt.plan import PLAN_FORMAT, Metrics, Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.metrics import evaluate
+from horizon_opt.plans.plan import PLAN_FORMAT, Metrics, Plan
 from horizon_opt.solvers import solve
 
 Data = dict[str, Any]

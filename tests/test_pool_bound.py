@@ -31,7 +31,7 @@ from test_solvers import CHAIN, LAYOUT, TROUGH, build
 
 import horizon_opt as ho
 from horizon_opt.errors import BoundWarning, InstanceError
-from horizon_opt.instance import Promise
+from horizon_opt.model.instance import Promise
 from horizon_opt.relaxation import solve_lp
 from horizon_opt.relaxation.pool_model import PoolLimits, fitting_starts, pool_bound
 from horizon_opt.solvers.assemble import stamp

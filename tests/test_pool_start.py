@@ -22,7 +22,7 @@ import horizon_opt as ho
 import horizon_opt.cli.run as run_module
 import horizon_opt.solvers.cpsat.exact as exact
 from horizon_opt.cli import app
-from horizon_opt.instance import Instance
+from horizon_opt.model.instance import Instance
 from horizon_opt.params import LOOP, SearchParams
 from horizon_opt.relaxation.pool_model import PoolBound, PoolSolution, fitting_starts, pool_bound
 from horizon_opt.solvers.cpsat.bounding import pool_done

@@ -1,4 +1,4 @@
-"""Capacity prices (`horizon_opt.prices`): the LP's duals as the pwo of one more GPU or node.
+"""Capacity prices (`horizon_opt.analysis.prices`): the LP's duals as the pwo of one more GPU or node.
 
 The prices must be positive where a pool's capacity binds and 0 where it has slack, and, for the
 runs the LP already has, an upper estimate of how much the LP bound rises with one more node.
@@ -18,13 +18,13 @@ from test_bound import ORDER, WHOLE_NODES
 from test_solvers import PRIORITY
 
 import horizon_opt as ho
-from horizon_opt.compiler import compile_instance
+from horizon_opt.analysis.prices import capacity_prices, format_prices, prices_to_json
+from horizon_opt.analysis.whatif import Change, changed_instance
 from horizon_opt.export.charts import new_figure, plot_prices
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
-from horizon_opt.prices import capacity_prices, format_prices, prices_to_json
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
 from horizon_opt.relaxation import solve_lp
-from horizon_opt.whatif import Change, changed_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 TOL = 1e-6

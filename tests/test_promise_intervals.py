@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from horizon_opt.lateness import MIN_RESOLVED
+from horizon_opt.loop.lateness import MIN_RESOLVED
 from horizon_opt.simulate.promise_intervals import Promise, PromiseBook
 
 
@@ -63,7 +63,7 @@ def test_waiting_promises_are_censored_not_counted_as_come_true() -> None:
     leads late (at least 2). Kaplan-Meier: at 0, 5 of 20 come true (25%); at 1, 5 of the 15
     still at risk (50% in all): P50 = 1. No lateness seen reaches 90%, so P90 is the largest
     seen, 2. (Taking the waiting as come true at 2 would give P50 = 1.5.)"""
-    from horizon_opt.lateness import lateness_shares
+    from horizon_opt.loop.lateness import lateness_shares
 
     assert lateness_shares([0.0] * 5 + [1.0] * 5, [2.0] * 10) == (1.0, 2.0)
     # Nothing came true yet: every quantile is the largest lateness so far.

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import horizon_opt as ho
 from horizon_opt.cli import app
-from horizon_opt.io import parse_spec
+from horizon_opt.model.load import parse_spec
 from horizon_opt.simulate import Policy, Replay, World, policy, replay
 from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
 

@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 import horizon_opt as ho
+from horizon_opt.analysis.compare import compare_plans
 from horizon_opt.bench import guard_seconds
 from horizon_opt.cli import app
-from horizon_opt.compare import compare_plans
 from horizon_opt.generate import GeneratorError, generate
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import SOLVERS, SolveOptions, Solver
 from horizon_opt.solvers.options import default_workers
 

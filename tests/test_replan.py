@@ -19,12 +19,12 @@ from typer.testing import CliRunner
 
 import horizon_opt as ho
 from horizon_opt.cli import app
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Churn, Plan
-from horizon_opt.replan import Replan, replan
-from horizon_opt.spec import InstanceSpec, OutageSpec
-from horizon_opt.state import state_at
+from horizon_opt.loop.replan import Replan, replan
+from horizon_opt.loop.state import state_at
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import InstanceSpec, OutageSpec
+from horizon_opt.plans.plan import Churn, Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = 20

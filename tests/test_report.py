@@ -14,8 +14,8 @@ import horizon_opt as ho
 from horizon_opt.cli import app
 from horizon_opt.errors import PlanError
 from horizon_opt.export import file_labels, report_html
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 
 DEMO = Path(__file__).resolve().parent.parent / "instances" / "demo.yaml"
 runner = CliRunner()
@@ -167,7 +167,7 @@ def test_compare_writes_the_report_by_default(
 
 
 def test_report_with_prices_has_the_heatmap(demo: Instance, demo_plans: list[Plan]) -> None:
-    from horizon_opt.prices import capacity_prices
+    from horizon_opt.analysis.prices import capacity_prices
 
     text = report_html(demo, demo_plans, prices=capacity_prices(demo, 10.0))
     assert '<h2 id="prices">Capacity prices</h2>' in text

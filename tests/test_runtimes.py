@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 from conftest import build
 
-from horizon_opt.instance import Instance
+from horizon_opt.loop.snapshot import Running
+from horizon_opt.model.instance import Instance
 from horizon_opt.simulate import World, policy, replay
 from horizon_opt.simulate.predictions import PredictionLog
 from horizon_opt.simulate.runtimes import Predicted, RunTimes
-from horizon_opt.snapshot import Running
 from horizon_opt.solvers import SolveOptions
 
 FAST = SolveOptions(time_limit=1.0, workers=2, seed=0)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError
-from horizon_opt.io import parse_spec
-from horizon_opt.plan import Plan
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.plan import Plan
 from horizon_opt.service.config import read_config
 from horizon_opt.service.folder import Busy, StateFolder
 from horizon_opt.service.metrics import plan_metrics, status_metrics
@@ -147,8 +147,8 @@ def test_metrics_parse_with_prometheus_own_parser() -> None:
 
 def test_a_cycle_on_an_instance_file_writes_plan_actions_and_metrics(tmp_path: Path) -> None:
     """The queue may be an instance file (your own exporter's); the demo's state at noon."""
-    from horizon_opt.check import check
-    from horizon_opt.io import load_instance
+    from horizon_opt.model.load import load_instance
+    from horizon_opt.plans.check import check
     from horizon_opt.service.cycle import run_cycle
 
     demo = Path(__file__).resolve().parent.parent / "instances" / "demo-state.yaml"

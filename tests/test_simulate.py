@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 from horizon_opt import SOLVERS
 from horizon_opt.cli import app
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.instance import Instance
+from horizon_opt.model.instance import Instance
 from horizon_opt.simulate import (
     Noise,
     Policy,

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 import horizon_opt as ho
 from horizon_opt.cli import app
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Instance
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
 from horizon_opt.simulate import Noise, Replay, draw_world, policy, replay, simulate
 from horizon_opt.simulate.audit import actual_spec, ran_plan, told_spec
 from horizon_opt.simulate.report import format_table, rows

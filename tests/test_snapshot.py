@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import horizon_opt
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
-from horizon_opt.snapshot import Running, instance_at
-from horizon_opt.spec import PlacedSpec
-from horizon_opt.state import placed_spec, with_placed, without_jobs
+from horizon_opt.loop.snapshot import Running, instance_at
+from horizon_opt.loop.state import placed_spec, with_placed, without_jobs
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import PlacedSpec
+from horizon_opt.plans.plan import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [

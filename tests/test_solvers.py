@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import horizon_opt as ho
-from horizon_opt.io import parse_spec
+from horizon_opt.model.load import parse_spec
 
 SOLVERS = list(ho.SOLVERS)
 FAST = {"time_limit": 5.0, "workers": 1, "seed": 0}

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import horizon_opt as ho
-from horizon_opt.io import parse_spec
-from horizon_opt.plan import Assignment, Unscheduled
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.plan import Assignment, Unscheduled
 from horizon_opt.relaxation import proven_bound
 from horizon_opt.relaxation.pool_model import PoolLimits, pool_bound
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import horizon_opt as ho
-from horizon_opt.check import kept_out
 from horizon_opt.errors import InstanceError
-from horizon_opt.io import parse_spec
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.check import kept_out
 
 BASE: dict[str, Any] = {
     "name": "readings",

@@ -12,17 +12,17 @@ import yaml
 from typer.testing import CliRunner
 
 import horizon_opt as ho
+from horizon_opt.analysis.whatif import apply_changes, parse_change
 from horizon_opt.cli import app
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.inference import elastic_layout
-from horizon_opt.io import parse_spec
-from horizon_opt.plan import Assignment
+from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.inference import elastic_layout
+from horizon_opt.plans.plan import Assignment
 from horizon_opt.relaxation import proven_bound
 from horizon_opt.relaxation.pool_model import PoolLimits, pool_bound
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.backfill import fair_share
 from horizon_opt.solvers.diagnosis import unscheduled_causes
-from horizon_opt.whatif import apply_changes, parse_change
 
 SOLVERS = list(ho.SOLVERS)
 FAST = {"time_limit": 5.0, "workers": 1, "seed": 0}

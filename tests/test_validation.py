@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from horizon_opt import load_instance
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import Gang
-from horizon_opt.io import parse_spec
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Gang
+from horizon_opt.model.load import parse_spec
 
 Spec = dict[str, Any]
 

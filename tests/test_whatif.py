@@ -23,13 +23,7 @@ import yaml
 from typer.testing import CliRunner
 
 from horizon_opt import check
-from horizon_opt.cli import app
-from horizon_opt.errors import InputError
-from horizon_opt.plan import Plan, Unscheduled
-from horizon_opt.solvers import SolveOptions
-from horizon_opt.solvers.assemble import stamp
-from horizon_opt.spec import InstanceSpec
-from horizon_opt.whatif import (
+from horizon_opt.analysis.whatif import (
     Change,
     ChangeKind,
     WhatIf,
@@ -41,6 +35,12 @@ from horizon_opt.whatif import (
     what_if_instances,
     what_if_json,
 )
+from horizon_opt.cli import app
+from horizon_opt.errors import InputError
+from horizon_opt.model.spec import InstanceSpec
+from horizon_opt.plans.plan import Plan, Unscheduled
+from horizon_opt.solvers import SolveOptions
+from horizon_opt.solvers.assemble import stamp
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent
@@ -512,7 +512,7 @@ def test_a_better_plan_as_written_is_kept_and_said(monkeypatch: pytest.MonkeyPat
     """When the changed solve is worth less than the plan as written and that plan is still
     valid (here greedy told to plan nothing on the changed instance: an empty plan is valid),
     the plan as written is the changed plan, and the view says so."""
-    import horizon_opt.whatif as whatif_module
+    import horizon_opt.analysis.whatif as whatif_module
 
     real = whatif_module.solve
     calls: list[int] = []

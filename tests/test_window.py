@@ -11,8 +11,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from horizon_opt.instance import Gang, Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Gang, Instance
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import grid, solve, window
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 from horizon_opt.solvers.window import COMPILED_FROM, first_window_numpy, search

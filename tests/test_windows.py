@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from test_placed import STATE, compiled
 
+from horizon_opt.model.windows import StartWindow
 from horizon_opt.solvers.residual import residual_instance
-from horizon_opt.windows import StartWindow
 
 
 def window(earliest: int, ready: int, latest_end: int, useful_end: int) -> tuple[int, ...]:

@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 import horizon_opt as ho
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec
 from horizon_opt.simulate.trace_world import trace_model
 from horizon_opt.simulate.world import Noise, World
 from horizon_opt.simulate.world_file import MAX_PROBLEMS, WORLD_FORMAT, read_world, write_world

@@ -1,10 +1,9 @@
 """horizon-opt: plan GPU allocation over a horizon, with inference kept at its forecast."""
 
-from horizon_opt.check import Violation, check
-from horizon_opt.compiler import compile_instance
-from horizon_opt.diff import PlanDiff, plan_diff
+from horizon_opt.analysis.explain import JobExplanation, explain
+from horizon_opt.analysis.prices import CapacityPrices, capacity_prices
+from horizon_opt.analysis.whatif import WhatIf, what_if
 from horizon_opt.errors import InputError, InstanceError, PlanError
-from horizon_opt.explain import JobExplanation, explain
 from horizon_opt.export import (
     plot_gantt,
     plot_utilization,
@@ -13,16 +12,17 @@ from horizon_opt.export import (
     write_csv,
     write_report,
 )
-from horizon_opt.instance import Instance
-from horizon_opt.io import load_instance
-from horizon_opt.metrics import evaluate
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import load_instance
+from horizon_opt.model.validate import validate
 from horizon_opt.params import SearchParams
-from horizon_opt.plan import Metrics, Plan
-from horizon_opt.prices import CapacityPrices, capacity_prices
+from horizon_opt.plans.check import Violation, check
+from horizon_opt.plans.diff import PlanDiff, plan_diff
+from horizon_opt.plans.metrics import evaluate
+from horizon_opt.plans.plan import Metrics, Plan
 from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
-from horizon_opt.validate import validate
 from horizon_opt.version import __version__
-from horizon_opt.whatif import WhatIf, what_if
 
 __all__ = [
     "SOLVERS",

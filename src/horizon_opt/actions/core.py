@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance, Job
-from horizon_opt.plan import Assignment, Plan
+from horizon_opt.model.instance import Instance, Job
+from horizon_opt.plans.plan import Assignment, Plan
 
 __all__ = [
     "ACTIONS_FORMAT",

@@ -46,8 +46,8 @@ from horizon_opt.actions.core import (
     wall_clock,
 )
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Assignment, Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Assignment, Plan
 from horizon_opt.times import iso
 
 __all__ = ["HELD_ANNOTATION", "KueueOptions", "kueue_actions", "quota_path"]

@@ -14,8 +14,8 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 
 __all__ = ["Period", "Run", "Segment", "group_runs", "host_runs", "node_owners", "segments"]
 

@@ -86,8 +86,8 @@ from horizon_opt.actions.layout import (
 from horizon_opt.actions.slurm_keep import clip_runs, going_on, started
 from horizon_opt.actions.slurm_state import GPU_RESERVATIONS, SlurmState
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Assignment, Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Assignment, Plan
 from horizon_opt.times import iso, parse_time
 
 __all__ = ["RESERVATION_FLAGS", "SlurmOptions", "SlurmState", "slurm_actions"]

@@ -23,7 +23,7 @@ from datetime import datetime
 from horizon_opt.actions.core import Desired
 from horizon_opt.actions.layout import Run
 from horizon_opt.actions.slurm_state import SlurmState
-from horizon_opt.instance import Instance
+from horizon_opt.model.instance import Instance
 from horizon_opt.times import iso, parse_time
 
 __all__ = ["Started", "clip_runs", "going_on", "started"]

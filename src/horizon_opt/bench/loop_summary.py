@@ -16,7 +16,7 @@ from horizon_opt.bench import roles
 from horizon_opt.bench.rows import LoopRow
 from horizon_opt.bench.suite import Suite
 from horizon_opt.bench.summary import failures, figure, machine
-from horizon_opt.comparison_table import markdown_table
+from horizon_opt.plans.comparison_table import markdown_table
 
 Run = dict[str, LoopRow]  # one closed-loop run's good rows, by policy
 Group = tuple[str, str]  # (family, world kind)

@@ -18,7 +18,7 @@ from pathlib import Path
 from horizon_opt.bench.rows import Report, failure_report
 from horizon_opt.bench.tasks import AnyTask
 from horizon_opt.bench.worker import worker_main as worker_main  # the entry point of a run
-from horizon_opt.instance import Instance
+from horizon_opt.model.instance import Instance
 
 
 def longest_first(tasks: Sequence[AnyTask]) -> list[AnyTask]:

@@ -31,7 +31,8 @@ from horizon_opt.bench import pool
 from horizon_opt.bench.rows import Report, failure_report
 from horizon_opt.bench.tasks import AnyTask, Task
 from horizon_opt.errors import InputError
-from horizon_opt.io import load_instance, write_atomic
+from horizon_opt.io import write_atomic
+from horizon_opt.model.load import load_instance
 
 INSTALL_HINT = "pip install 'horizon-opt[ray]'"
 GRACE_SECONDS = 60.0  # the driver's deadline past a task's own guard

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from horizon_opt.bench import roles
 from horizon_opt.errors import InputError
 from horizon_opt.generate import SIZES
-from horizon_opt.instance import duration_minutes
 from horizon_opt.io import read_yaml, validation_problems
-from horizon_opt.replan import MAX_STABILITY
+from horizon_opt.loop.replan import MAX_STABILITY
+from horizon_opt.model.instance import duration_minutes
 from horizon_opt.simulate.policy import policy
 from horizon_opt.simulate.world import Noise
 from horizon_opt.simulate.worlds import WORLDS

@@ -14,8 +14,8 @@ from typing import TypeVar
 from horizon_opt.bench import roles
 from horizon_opt.bench.rows import LoopRow, SolverRow, by_instance
 from horizon_opt.bench.suite import Suite
-from horizon_opt.comparison_table import markdown_table
 from horizon_opt.generate import SIZES
+from horizon_opt.plans.comparison_table import markdown_table
 
 AnyRow = TypeVar("AnyRow", bound=SolverRow | LoopRow)
 

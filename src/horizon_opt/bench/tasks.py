@@ -14,7 +14,7 @@ from pathlib import Path
 from horizon_opt.bench.suite import GenerateEntry, Suite, SuiteSpec, minutes
 from horizon_opt.errors import InputError
 from horizon_opt.generate import GeneratorError, generate_file
-from horizon_opt.io import load_instance
+from horizon_opt.model.load import load_instance
 from horizon_opt.simulate.policy import Policy, policy
 from horizon_opt.simulate.world import Noise
 from horizon_opt.solvers import SOLVERS

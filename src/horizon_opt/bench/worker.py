@@ -13,11 +13,12 @@ from multiprocessing.connection import Connection
 
 from horizon_opt.bench.rows import Report
 from horizon_opt.bench.tasks import AnyTask, LoopTask, Task
-from horizon_opt.check import check
-from horizon_opt.instance import Instance
-from horizon_opt.io import load_instance, write_atomic
-from horizon_opt.metrics import evaluate
+from horizon_opt.io import write_atomic
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import load_instance
 from horizon_opt.params import LOOP
+from horizon_opt.plans.check import check
+from horizon_opt.plans.metrics import evaluate
 from horizon_opt.simulate import simulate
 from horizon_opt.simulate.report import rows as replay_rows
 from horizon_opt.simulate.worlds import world_for

@@ -8,6 +8,25 @@ from typing import Annotated
 
 import typer
 
+from horizon_opt.analysis.explain import explain
+from horizon_opt.analysis.prices import (
+    CapacityPrices,
+    capacity_prices,
+    format_prices,
+    prices_to_json,
+)
+from horizon_opt.analysis.whatif import (
+    METAVAR,
+    Change,
+    ChangeKind,
+    WhatIf,
+    check_what_if,
+    format_what_if,
+    parse_change,
+    solve_what_if,
+    what_if_instances,
+    what_if_json,
+)
 from horizon_opt.cli.errors import input_errors
 from horizon_opt.cli.options import (
     DEFAULT_WORKERS,
@@ -22,33 +41,20 @@ from horizon_opt.cli.options import (
     file_name,
     to_json,
 )
+from horizon_opt.cli.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.cli.solving import solve_options, warn
 from horizon_opt.errors import InputError
-from horizon_opt.explain import explain
 from horizon_opt.export.explanations import (
     explanations_csv,
     explanations_json,
     format_explanations,
     format_one,
 )
-from horizon_opt.instance import Instance
-from horizon_opt.io import load_instance, write_atomic
-from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
-from horizon_opt.plan import Plan
-from horizon_opt.prices import CapacityPrices, capacity_prices, format_prices, prices_to_json
+from horizon_opt.io import write_atomic
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import load_instance
+from horizon_opt.plans.plan import Plan
 from horizon_opt.service.promises import load_ledger
-from horizon_opt.whatif import (
-    METAVAR,
-    Change,
-    ChangeKind,
-    WhatIf,
-    check_what_if,
-    format_what_if,
-    parse_change,
-    solve_what_if,
-    what_if_instances,
-    what_if_json,
-)
 
 PRICES_SECONDS = 30.0  # time for the LP behind capacity prices (it converges in seconds)
 

@@ -12,6 +12,7 @@ import typer
 
 from horizon_opt.cli.errors import input_errors
 from horizon_opt.cli.options import Snapshot, file_name, finite, one_of, snapshot
+from horizon_opt.cli.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.errors import InputError
 from horizon_opt.forecast import (
     History,
@@ -34,9 +35,9 @@ from horizon_opt.importers.result import count_line, note_lines
 from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.importers.source import read_json
 from horizon_opt.importers.table import import_table
-from horizon_opt.io import load_instance, write_atomic
-from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
-from horizon_opt.spec import InstanceSpec
+from horizon_opt.io import write_atomic
+from horizon_opt.model.load import load_instance
+from horizon_opt.model.spec import InstanceSpec
 
 BACKTEST_QUANTILES = (0.9, 0.95, 0.99)
 

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance, duration_minutes
-from horizon_opt.replan import MAX_STABILITY
+from horizon_opt.loop.replan import MAX_STABILITY
+from horizon_opt.model.instance import Instance, duration_minutes
 from horizon_opt.solvers import SOLVERS
 from horizon_opt.solvers.options import MAX_SEED, default_workers
 from horizon_opt.times import parse_time

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from horizon_opt.check import check, ensure_valid
+from horizon_opt.analysis.compare import compare_plans, format_comparison
 from horizon_opt.cli.errors import input_errors
 from horizon_opt.cli.options import (
     DEFAULT_WORKERS,
@@ -29,17 +29,17 @@ from horizon_opt.cli.options import (
     time_option,
     to_json,
 )
+from horizon_opt.cli.outputs import Output, check_outputs, is_stdout, writing
 from horizon_opt.cli.solving import solve_options, warn
-from horizon_opt.compare import compare_plans, format_comparison
-from horizon_opt.diff import format_diff, plan_diff
 from horizon_opt.errors import InputError
-from horizon_opt.io import load_instance
-from horizon_opt.metrics import evaluate
-from horizon_opt.outputs import Output, check_outputs, is_stdout, writing
-from horizon_opt.plan import Plan
-from horizon_opt.replan import DEFAULT_FREEZE_MINUTES, replan
+from horizon_opt.loop.replan import DEFAULT_FREEZE_MINUTES, replan
+from horizon_opt.model.load import load_instance
+from horizon_opt.model.validate import validate
+from horizon_opt.plans.check import check, ensure_valid
+from horizon_opt.plans.diff import format_diff, plan_diff
+from horizon_opt.plans.metrics import evaluate
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import SOLVERS, solve
-from horizon_opt.validate import validate
 
 
 def _log_outputs(log: Path | None) -> list[Output]:

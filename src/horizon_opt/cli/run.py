@@ -17,14 +17,15 @@ from horizon_opt.cli.options import (
     file_name,
     time_option,
 )
+from horizon_opt.cli.outputs import Output, check_outputs, writing
 from horizon_opt.cli.solving import warn
 from horizon_opt.errors import InputError
 from horizon_opt.export.charts import save_figure
-from horizon_opt.instance import Instance
-from horizon_opt.io import load_instance, write_atomic
-from horizon_opt.outputs import Output, check_outputs, writing
+from horizon_opt.io import write_atomic
+from horizon_opt.loop.replan import DEFAULT_FREEZE_MINUTES
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import load_instance
 from horizon_opt.params import LOOP
-from horizon_opt.replan import DEFAULT_FREEZE_MINUTES
 from horizon_opt.simulate import Noise, Replay, World, policy, simulate
 from horizon_opt.simulate.audit import audit_files, write_audit
 from horizon_opt.simulate.engine import require_empty_cluster

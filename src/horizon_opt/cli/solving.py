@@ -9,10 +9,10 @@ from pathlib import Path
 
 import typer
 
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.validate import validate
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import Progress, SolveOptions
-from horizon_opt.validate import validate
 
 
 def progress_printer() -> Callable[[Progress], None] | None:

@@ -8,9 +8,9 @@ import numpy as np
 import numpy.typing as npt
 
 from horizon_opt.errors import PlanError
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
-from horizon_opt.spec import JOB_KINDS, JobKind
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import JOB_KINDS, JobKind
+from horizon_opt.plans.plan import Plan
 from horizon_opt.times import iso
 
 FloatArray = npt.NDArray[np.float64]

@@ -60,9 +60,9 @@ from horizon_opt.export.figures import (
     save_figure,
 )
 from horizon_opt.export.pool_charts import plot_prices, plot_utilization
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
-from horizon_opt.spec import JOB_KINDS
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import JOB_KINDS
+from horizon_opt.plans.plan import Plan
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -20,10 +20,10 @@ from typing import TypeVar
 
 from horizon_opt.errors import PlanError
 from horizon_opt.export._common import ensure_plan_fits, index_runs, slot_iso
-from horizon_opt.instance import Instance
 from horizon_opt.io import write_atomic
-from horizon_opt.metrics import on_time
-from horizon_opt.plan import Assignment, InferenceBlock, Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.metrics import on_time
+from horizon_opt.plans.plan import Assignment, InferenceBlock, Plan
 
 T = TypeVar("T")
 

@@ -10,9 +10,9 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from horizon_opt.explain import JobExplanation
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.analysis.explain import JobExplanation
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 
 CSV_COLUMNS = (
     "job",

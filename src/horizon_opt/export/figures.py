@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
 from horizon_opt.io import write_atomic
-from horizon_opt.metrics import evaluate
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.metrics import evaluate
+from horizon_opt.plans.plan import Plan
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -38,15 +38,15 @@ from horizon_opt.export.figures import (
     _title_and_legend,
     new_figure,
 )
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
-from horizon_opt.spec import JOB_KINDS
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import JOB_KINDS
+from horizon_opt.plans.plan import Plan
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from horizon_opt.prices import CapacityPrices
+    from horizon_opt.analysis.prices import CapacityPrices
 
 
 def plot_utilization(

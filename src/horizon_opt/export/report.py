@@ -20,18 +20,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from horizon_opt.check import check
-from horizon_opt.comparison_table import Column, compare_columns, to_html
-from horizon_opt.explain import explain
+from horizon_opt.analysis.explain import explain
+from horizon_opt.analysis.prices import CapacityPrices, format_prices
 from horizon_opt.export._common import ensure_plan_fits
 from horizon_opt.export.explanations import what_it_takes
-from horizon_opt.instance import Instance
 from horizon_opt.io import write_atomic
-from horizon_opt.metrics import evaluate, on_time
-from horizon_opt.plan import Plan
-from horizon_opt.prices import CapacityPrices, format_prices
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import JOB_KINDS
+from horizon_opt.plans.check import check
+from horizon_opt.plans.comparison_table import Column, compare_columns, to_html
+from horizon_opt.plans.metrics import evaluate, on_time
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.causes import MEANING
-from horizon_opt.spec import JOB_KINDS
 from horizon_opt.version import __version__
 
 if TYPE_CHECKING:

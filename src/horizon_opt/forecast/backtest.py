@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from horizon_opt.forecast.history import History, TimeLike, epoch_seconds, to_datetime
 from horizon_opt.forecast.models import Forecaster, replicas
-from horizon_opt.instance import FloatArray
+from horizon_opt.model.instance import FloatArray
 
 
 @dataclass(frozen=True)

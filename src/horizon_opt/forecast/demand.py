@@ -15,8 +15,8 @@ import yaml
 
 from horizon_opt.errors import InputError
 from horizon_opt.forecast.history import History, TimeLike, epoch_seconds, to_datetime
-from horizon_opt.instance import FloatArray, Instance
 from horizon_opt.io import read_input, write_atomic
+from horizon_opt.model.instance import FloatArray, Instance
 
 
 def _number(value: float) -> str:

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from horizon_opt.errors import InputError
-from horizon_opt.instance import FloatArray
 from horizon_opt.io import read_input
-from horizon_opt.spec import show
+from horizon_opt.model.instance import FloatArray
+from horizon_opt.model.spec import show
 from horizon_opt.times import parse_time
 
 TimeLike = datetime | float | int  # a datetime (naive = UTC) or seconds since the Unix epoch

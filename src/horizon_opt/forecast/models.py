@@ -12,7 +12,7 @@ import numpy as np
 
 from horizon_opt.errors import InputError
 from horizon_opt.forecast.history import History, TimeLike, epoch_seconds, to_datetime
-from horizon_opt.instance import FloatArray
+from horizon_opt.model.instance import FloatArray
 
 # The quantile of n samples at position q * (n + 1) (Hyndman & Fan type 6): for exchangeable
 # samples its expected coverage of a new one is exactly q, where the default "linear" (type 7)

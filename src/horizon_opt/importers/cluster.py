@@ -46,8 +46,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from horizon_opt.errors import InputError
 from horizon_opt.io import read_yaml, validation_problems
-from horizon_opt.node_names import name_problems
-from horizon_opt.spec import (
+from horizon_opt.model.node_names import name_problems
+from horizon_opt.model.spec import (
     MAX_GPUS_PER_NODE,
     MAX_NODES,
     MAX_SLOT_MINUTES,
@@ -59,7 +59,7 @@ from horizon_opt.spec import (
     TeamSpec,
     default_node_name,
 )
-from horizon_opt.teams import compile_teams
+from horizon_opt.model.teams import compile_teams
 from horizon_opt.times import iso, parse_time
 
 SchedulerName = Annotated[str, Field(min_length=1)]

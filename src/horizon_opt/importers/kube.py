@@ -17,7 +17,7 @@ import yaml
 from horizon_opt.errors import InputError
 from horizon_opt.importers.source import read_json
 from horizon_opt.io import read_input
-from horizon_opt.spec import show
+from horizon_opt.model.spec import show
 from horizon_opt.times import parse_time
 
 __all__ = [

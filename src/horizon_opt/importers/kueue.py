@@ -87,8 +87,8 @@ from horizon_opt.importers.kueue_workload import workload_items as _items
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
 from horizon_opt.importers.payload import kueue_version_notes
 from horizon_opt.importers.result import Imported, gpu_indices
-from horizon_opt.instance import duration_minutes
-from horizon_opt.spec import show
+from horizon_opt.model.instance import duration_minutes
+from horizon_opt.model.spec import show
 from horizon_opt.times import iso
 
 __all__ = [

@@ -13,7 +13,7 @@ from horizon_opt.importers.kube import Bad as _Bad
 from horizon_opt.importers.kube import timestamp as _timestamp
 from horizon_opt.importers.kueue_jobs_core import DURATION_ANNOTATION, WorkloadMapperCore
 from horizon_opt.importers.kueue_workload import Workload as _Workload
-from horizon_opt.instance import duration_minutes
+from horizon_opt.model.instance import duration_minutes
 from horizon_opt.times import iso
 
 __all__ = ["AdmittedWorkloads", "Running"]

@@ -19,8 +19,8 @@ from horizon_opt.importers.kube import at as _at
 from horizon_opt.importers.kube import timestamp as _timestamp
 from horizon_opt.importers.kueue_workload import Workload as _Workload
 from horizon_opt.importers.result import Note
-from horizon_opt.instance import duration_minutes
-from horizon_opt.spec import JOB_KINDS, MAX_PRIORITY, MAX_SLOTS, show
+from horizon_opt.model.instance import duration_minutes
+from horizon_opt.model.spec import JOB_KINDS, MAX_PRIORITY, MAX_SLOTS, show
 from horizon_opt.times import iso
 
 __all__ = [

@@ -31,7 +31,7 @@ from horizon_opt.importers.kube import str_map_at as _str_map_at
 from horizon_opt.importers.kube import timestamp as _timestamp
 from horizon_opt.importers.kube import what as _what
 from horizon_opt.importers.topology import HOSTNAME_LEVEL, topology_hosts
-from horizon_opt.spec import show
+from horizon_opt.model.spec import show
 
 __all__ = [
     "Workload",

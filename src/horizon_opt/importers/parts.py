@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from horizon_opt.instance import Pool, gang_on
+from horizon_opt.model.instance import Pool, gang_on
 
 __all__ = ["PART_SEPARATOR", "holds_as_one_gang", "part_id", "split_note"]
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Instance
-from horizon_opt.io import move_demand_csvs, parse_spec, read_demand_csv
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import move_demand_csvs, parse_spec, read_demand_csv
 
 
 @dataclass(frozen=True)

@@ -76,8 +76,8 @@ from horizon_opt.importers.slurm_strings import (
 )
 from horizon_opt.importers.slurm_teams import account_team, unmatched_accounts
 from horizon_opt.importers.source import read_json
-from horizon_opt.instance import duration_minutes
-from horizon_opt.spec import show
+from horizon_opt.model.instance import duration_minutes
+from horizon_opt.model.spec import show
 from horizon_opt.times import iso, parse_time
 
 __all__ = [

@@ -19,7 +19,7 @@ from horizon_opt.importers.slurm_history import History, estimate_minutes
 from horizon_opt.importers.slurm_reader import INFINITE
 from horizon_opt.importers.slurm_reader import Record as _Record
 from horizon_opt.importers.slurm_strings import Gpus, parse_gpus
-from horizon_opt.spec import MAX_SLOTS
+from horizon_opt.model.spec import MAX_SLOTS
 from horizon_opt.times import iso
 
 __all__ = ["Job", "JobMapperCore", "no_gpus_cause", "no_gpus_reason"]

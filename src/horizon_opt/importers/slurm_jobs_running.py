@@ -11,7 +11,7 @@ from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
 from horizon_opt.importers.slurm_jobs_core import Job, JobMapperCore, no_gpus_cause, no_gpus_reason
 from horizon_opt.importers.slurm_reader import Record as _Record
 from horizon_opt.importers.slurm_strings import Gpus, NodeGpus, expand_hostlist, parse_gres_detail
-from horizon_opt.spec import show
+from horizon_opt.model.spec import show
 from horizon_opt.times import iso
 
 __all__ = ["RunningJobs"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from horizon_opt.spec import show
+from horizon_opt.model.spec import show
 
 __all__ = [
     "BASE_STATES",

@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from horizon_opt.spec import MAX_NODES, show
+from horizon_opt.model.spec import MAX_NODES, show
 
 
 def expand_ranges(text: str, limit: int = MAX_NODES) -> list[str]:

@@ -33,8 +33,8 @@ from typing import Any
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document
 from horizon_opt.importers.result import Imported, Note, gpu_indices
-from horizon_opt.instance import duration_minutes
 from horizon_opt.io import read_input
+from horizon_opt.model.instance import duration_minutes
 from horizon_opt.times import iso, parse_time
 
 REQUIRED = ("id", "gpus", "duration")

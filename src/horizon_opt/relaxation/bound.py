@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from horizon_opt.instance import Instance
+from horizon_opt.model.instance import Instance
 from horizon_opt.params import SearchParams
 from horizon_opt.relaxation.columns import Columns, build_columns, with_dependency_rows
 from horizon_opt.relaxation.master import LpResult, column_generation

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from horizon_opt.instance import FloatArray
+from horizon_opt.model.instance import FloatArray
 from horizon_opt.relaxation.columns import Columns
 
 FLOAT_SLACK = 1e-9  # relative padding of the certificate's floating-point sum

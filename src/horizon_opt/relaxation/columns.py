@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from horizon_opt.instance import FloatArray, Instance, IntArray, topological_order
+from horizon_opt.model.instance import FloatArray, Instance, IntArray, topological_order
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
-from horizon_opt.instance import FloatArray, IntArray
+from horizon_opt.model.instance import FloatArray, IntArray
 from horizon_opt.relaxation.certificate import Duals, best_per_job, lagrangian
 from horizon_opt.relaxation.columns import Columns
 from horizon_opt.relaxation.highs import as_int32, new_highs

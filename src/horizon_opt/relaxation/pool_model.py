@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from horizon_opt.instance import FloatArray, Instance, Job, topological_order
+from horizon_opt.model.instance import FloatArray, Instance, Job, topological_order
 from horizon_opt.relaxation.columns import pool_free_gpus, whole_free_nodes
 
 MAX_UNITS = 2**53  # objective units in all: exact in a double, far from CP-SAT's int64 limit

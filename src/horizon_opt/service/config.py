@@ -40,9 +40,9 @@ from pydantic import (
 )
 
 from horizon_opt.errors import InputError
-from horizon_opt.instance import duration_minutes
 from horizon_opt.io import read_yaml, validation_problems
-from horizon_opt.replan import MAX_STABILITY
+from horizon_opt.loop.replan import MAX_STABILITY
+from horizon_opt.model.instance import duration_minutes
 from horizon_opt.solvers import SOLVERS
 from horizon_opt.solvers.options import MAX_SEED
 

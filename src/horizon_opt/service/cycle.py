@@ -40,20 +40,21 @@ from horizon_opt.actions import (
 from horizon_opt.actions.core import is_running
 from horizon_opt.actions.slurm import name_part
 from horizon_opt.actions.slurm_state import SlurmState, drift
-from horizon_opt.check import check
-from horizon_opt.compiler import compile_instance
+from horizon_opt.analysis.explain import explain
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.explain import explain
 from horizon_opt.export.explanations import explanations_json
 from horizon_opt.importers import ClusterFile, read_cluster
 from horizon_opt.importers.kueue import import_kueue
 from horizon_opt.importers.result import Imported, note_lines
 from horizon_opt.importers.slurm import import_slurm
-from horizon_opt.instance import Instance
-from horizon_opt.io import move_demand_csvs, parse_spec, read_demand_csv
+from horizon_opt.loop.replan import replan, with_held_promises
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import move_demand_csvs, parse_spec, read_demand_csv
+from horizon_opt.model.spec import OutageSpec
 from horizon_opt.params import LOOP
-from horizon_opt.plan import Plan
-from horizon_opt.replan import replan, with_held_promises
+from horizon_opt.plans.check import check
+from horizon_opt.plans.plan import Plan
 from horizon_opt.service.apply import Applied, apply_actions
 from horizon_opt.service.config import RunConfig, Source
 from horizon_opt.service.folder import StateFolder
@@ -77,7 +78,6 @@ from horizon_opt.service.slurm_read import (
     without_service_jobs,
 )
 from horizon_opt.solvers import SolveOptions, solve
-from horizon_opt.spec import OutageSpec
 from horizon_opt.times import iso, parse_time
 
 

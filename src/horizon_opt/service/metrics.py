@@ -15,8 +15,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
 from horizon_opt.actions.core import is_running
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 
 PREFIX = "horizon_opt"
 

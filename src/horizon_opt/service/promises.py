@@ -5,7 +5,7 @@ Every cycle writes `promises.json` beside its plan: job id -> the start time the
 predict it at least `PROMISE_AHEAD_MINUTES` ahead gave it (`promises`), when that was and the
 interval it was given (`intervals`), and the promises that came true, newest last (`history`:
 when each was made, the start predicted, the start seen). A job leaves `promises` when it starts
-(into `history`) or leaves the queue. The interval follows `horizon_opt.lateness`, the rule the
+(into `history`) or leaves the queue. The interval follows `horizon_opt.loop.lateness`, the rule the
 replay's promise book measures. With `keep_promises` in the run configuration, the next cycle's
 plan holds the promised starts (`replan.with_held_promises`), as `simulate --keep-promises`
 does in the replay; without it the ledger still says what people were told.
@@ -23,10 +23,10 @@ from typing import Any
 
 from horizon_opt.actions.core import is_running
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
-from horizon_opt.lateness import lateness_shares
-from horizon_opt.plan import Plan
-from horizon_opt.replan import PROMISE_AHEAD_MINUTES
+from horizon_opt.loop.lateness import lateness_shares
+from horizon_opt.loop.replan import PROMISE_AHEAD_MINUTES
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 from horizon_opt.times import iso, parse_time
 
 PROMISES = "promises.json"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 
 
 def rebased(plan: Plan, start: datetime, slot_minutes: int, instance: Instance) -> Plan | None:

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Instance, required_replicas
-from horizon_opt.io import parse_spec
-from horizon_opt.packing import pack
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance, required_replicas
+from horizon_opt.model.load import parse_spec
+from horizon_opt.model.packing import pack
 
 
 def capped(document: dict[str, Any], demands: dict[int, list[float]]) -> tuple[Instance, list[str]]:

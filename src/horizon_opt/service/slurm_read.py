@@ -26,7 +26,7 @@ from horizon_opt.actions.slurm_state import (
     parse_version,
     unusable_nodes,
 )
-from horizon_opt.instance import duration_minutes
+from horizon_opt.model.instance import duration_minutes
 from horizon_opt.service.config import ServiceJobs, SlurmSettings
 from horizon_opt.times import iso, parse_time
 

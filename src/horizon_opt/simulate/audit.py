@@ -23,13 +23,13 @@ from pathlib import Path
 
 import yaml
 
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import FloatArray, Instance, IntArray
 from horizon_opt.io import write_atomic
-from horizon_opt.metrics import evaluate
-from horizon_opt.plan import Assignment, InferenceBlock, Plan, Unscheduled
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import FloatArray, Instance, IntArray
+from horizon_opt.model.spec import InstanceSpec, JobSpec, PlacedSpec
+from horizon_opt.plans.metrics import evaluate
+from horizon_opt.plans.plan import Assignment, InferenceBlock, Plan, Unscheduled
 from horizon_opt.simulate.world import World
-from horizon_opt.spec import InstanceSpec, JobSpec, PlacedSpec
 
 OUTCOMES = ("completed", "failed", "cancelled", "preempted", "unfinished")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Mapping
 
-from horizon_opt.instance import Instance
+from horizon_opt.loop.snapshot import Running
+from horizon_opt.model.instance import Instance
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.runtimes import Predicted, RunTimes, gang_class
-from horizon_opt.snapshot import Running
 
 
 class RunTimeBets:

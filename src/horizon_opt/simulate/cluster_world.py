@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from horizon_opt.generate.trace import default_traces_dir, load_trace_jobs
-from horizon_opt.instance import FloatArray, Instance
+from horizon_opt.model.instance import FloatArray, Instance
 from horizon_opt.simulate.trace_world import (
     MIN_BAND_JOBS,
     ROUND_LIMITS_H,

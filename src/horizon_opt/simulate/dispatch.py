@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from horizon_opt.instance import Gang, Instance, IntArray
+from horizon_opt.model.instance import Gang, Instance, IntArray
 
 Gpus = dict[int, tuple[int, ...]]  # node -> GPU indices
 

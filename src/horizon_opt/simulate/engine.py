@@ -20,13 +20,14 @@ from functools import partial
 
 import numpy as np
 
-from horizon_opt.check import check
 from horizon_opt.errors import InstanceError
-from horizon_opt.inference import plan_layout
-from horizon_opt.instance import Instance, IntArray, topological_order
+from horizon_opt.loop.replan import PROMISE_AHEAD_MINUTES, replan, with_held_promises
+from horizon_opt.loop.snapshot import Running, instance_at
+from horizon_opt.model.instance import Instance, IntArray, topological_order
 from horizon_opt.params import LOOP
-from horizon_opt.plan import Plan
-from horizon_opt.replan import PROMISE_AHEAD_MINUTES, replan, with_held_promises
+from horizon_opt.plans.check import check
+from horizon_opt.plans.inference import plan_layout
+from horizon_opt.plans.plan import Plan
 from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.bets import RunTimeBets
 from horizon_opt.simulate.dispatch import reseat
@@ -40,7 +41,6 @@ from horizon_opt.simulate.serving import Serving
 from horizon_opt.simulate.starvation import starved_jobs
 from horizon_opt.simulate.window import Window, WindowTally
 from horizon_opt.simulate.world import World
-from horizon_opt.snapshot import Running, instance_at
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.reclaim import quotas_bind

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Instance
-from horizon_opt.spec import InstanceSpec
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import InstanceSpec
 
 
 def open_ended(instance: Instance, spec: InstanceSpec | None = None) -> Instance:

@@ -45,7 +45,7 @@ import math
 from dataclasses import dataclass
 
 from horizon_opt.errors import InputError
-from horizon_opt.instance import duration_minutes
+from horizon_opt.model.instance import duration_minutes
 from horizon_opt.simulate.runtimes import DEFAULT_QUANTILE
 from horizon_opt.solvers import SOLVERS
 

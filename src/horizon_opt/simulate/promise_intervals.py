@@ -1,5 +1,5 @@
 """Promises as intervals: each start a plan first predicts far enough ahead, with a P50 and a
-P90 learned from how late the promises before it came true (`horizon_opt.lateness`).
+P90 learned from how late the promises before it came true (`horizon_opt.loop.lateness`).
 
 A plan's predicted start trusts every run time it planned on; in the world, jobs end early or
 late, arrive, fail and are preempted, so starts move. How much they moved is history the
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from horizon_opt.lateness import lateness_shares
+from horizon_opt.loop.lateness import lateness_shares
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from horizon_opt.instance import Instance, IntArray
+from horizon_opt.model.instance import Instance, IntArray
+from horizon_opt.model.teams import quota_profile
 from horizon_opt.solvers.reclaim import borrower_order
-from horizon_opt.teams import quota_profile
 
 
 @dataclass(frozen=True)

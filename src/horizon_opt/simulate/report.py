@@ -9,8 +9,8 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from horizon_opt.export.charts import new_figure
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 from horizon_opt.simulate.replay_figures import Replay
 
 if TYPE_CHECKING:

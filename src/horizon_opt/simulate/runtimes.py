@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from horizon_opt.compiler import compile_instance
-from horizon_opt.instance import Instance
-from horizon_opt.packing import pack
-from horizon_opt.snapshot import Running
+from horizon_opt.loop.snapshot import Running
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.packing import pack
 
 DEFAULT_QUANTILE = 0.5
 MIN_RUNS = 10

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from horizon_opt.inference import Layout
-from horizon_opt.instance import FloatArray, Instance, IntArray
+from horizon_opt.model.instance import FloatArray, Instance, IntArray
+from horizon_opt.plans.inference import Layout
 from horizon_opt.simulate.world import World
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from horizon_opt.instance import Instance, IntArray
+from horizon_opt.model.instance import Instance, IntArray
 from horizon_opt.simulate.audit import Audit, Run
 
 

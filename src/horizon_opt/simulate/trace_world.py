@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from horizon_opt.generate.trace import default_traces_dir, load_trace_jobs
-from horizon_opt.instance import FloatArray, Instance, Job
+from horizon_opt.model.instance import FloatArray, Instance, Job
 from horizon_opt.simulate.world import World, draw_demand
 
 ROUND_LIMITS_H = (1, 2, 4, 8, 12, 24, 48, 72, 168, 336)  # the time limits users ask for, hours

@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from horizon_opt.errors import InputError
-from horizon_opt.instance import FloatArray, Instance
+from horizon_opt.model.instance import FloatArray, Instance
 
 DEMAND_CORRELATION = 0.8
 FAIL_AT = (0.05, 0.9)  # share of the estimate at which a failing job fails

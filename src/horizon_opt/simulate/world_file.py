@@ -18,10 +18,10 @@ import numpy as np
 import yaml
 
 from horizon_opt.errors import InputError
-from horizon_opt.instance import FloatArray, Instance
 from horizon_opt.io import read_yaml, write_atomic
+from horizon_opt.model.instance import FloatArray, Instance
+from horizon_opt.model.spec import MAX_DEMAND, show
 from horizon_opt.simulate.world import World
-from horizon_opt.spec import MAX_DEMAND, show
 
 try:  # libyaml's parser when PyYAML has it, as io.read_yaml (deep nesting fails fast there)
     from yaml import CSafeLoader as _BaseLoader

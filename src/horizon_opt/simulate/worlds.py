@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
+from horizon_opt.model.instance import Instance
 from horizon_opt.simulate.cluster_world import draw_cluster_world
 from horizon_opt.simulate.trace_world import draw_trace_world
 from horizon_opt.simulate.world import Noise, World, draw_world

@@ -17,8 +17,8 @@ from itertools import pairwise
 
 import numpy as np
 
-from horizon_opt.instance import BoolArray, Gang, Instance, IntArray, Job
-from horizon_opt.packing import pack
+from horizon_opt.model.instance import BoolArray, Gang, Instance, IntArray, Job
+from horizon_opt.model.packing import pack
 from horizon_opt.solvers.grid import Fit
 
 

@@ -18,10 +18,10 @@ import numpy as np
 from pydantic import TypeAdapter
 
 from horizon_opt.errors import BoundWarning
-from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, topological_order
-from horizon_opt.metrics import evaluate
-from horizon_opt.plan import Assignment, InferenceBlock, Plan, Status, Unscheduled
+from horizon_opt.model.instance import Instance, topological_order
+from horizon_opt.plans.inference import Layout
+from horizon_opt.plans.metrics import evaluate
+from horizon_opt.plans.plan import Assignment, InferenceBlock, Plan, Status, Unscheduled
 from horizon_opt.solvers.causes import Cause
 
 

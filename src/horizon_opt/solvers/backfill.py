@@ -42,9 +42,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from horizon_opt.inference import Layout, elastic_layout, static_peak_layout
-from horizon_opt.instance import Instance, IntArray, Job
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance, IntArray, Job
+from horizon_opt.plans.inference import Layout, elastic_layout, static_peak_layout
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.grid import CapacityGrid, earliest_start

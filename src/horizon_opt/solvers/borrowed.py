@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from horizon_opt.instance import Instance, IntArray
+from horizon_opt.model.instance import Instance, IntArray
+from horizon_opt.model.teams import quota_profile, team_usage
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.grid import Fit
-from horizon_opt.teams import quota_profile, team_usage
 
 
 def team_used(instance: Instance, placements: Sequence[Placement]) -> IntArray:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.inference import Layout
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.grid import Fit
 from horizon_opt.solvers.listsched import (

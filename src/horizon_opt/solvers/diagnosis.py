@@ -23,16 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, IntArray, Job, topological_order
-from horizon_opt.open_end import open_end_hint
+from horizon_opt.model.instance import Instance, IntArray, Job, topological_order
+from horizon_opt.model.open_end import open_end_hint
+from horizon_opt.model.windows import StartWindow
+from horizon_opt.plans.inference import Layout
 from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.borrowed import borrowed_work, team_used, within_quota
 from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
 from horizon_opt.solvers.relaid import beside, during, must_move
-from horizon_opt.windows import StartWindow
 
 
 def _until(window: StartWindow) -> tuple[str, str]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 
-from horizon_opt.inference import Layout, elastic_layout, static_peak_layout
-from horizon_opt.instance import Instance, topological_order
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance, topological_order
+from horizon_opt.plans.inference import Layout, elastic_layout, static_peak_layout
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.grid import CapacityGrid, Fit

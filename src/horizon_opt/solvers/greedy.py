@@ -16,9 +16,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from horizon_opt.inference import Layout, elastic_layout
-from horizon_opt.instance import Instance, Job
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance, Job
+from horizon_opt.plans.inference import Layout, elastic_layout
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.assemble import Placement, build_plan, drop_idle_late
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.listsched import (

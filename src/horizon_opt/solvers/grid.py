@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from horizon_opt.instance import Gang, Instance, IntArray, Job, Pool
+from horizon_opt.model.instance import Gang, Instance, IntArray, Job, Pool
 from horizon_opt.solvers.window import search
 
 NodeChoice = Literal["first", "best"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, IntArray, Job, topological_order
+from horizon_opt.model.instance import Instance, IntArray, Job, topological_order
+from horizon_opt.plans.inference import Layout
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.grid import CapacityGrid, Fit
 

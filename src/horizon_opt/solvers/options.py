@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from horizon_opt.params import SearchParams
-from horizon_opt.plan import Plan
+from horizon_opt.plans.plan import Plan
 
 
 @dataclass(frozen=True)

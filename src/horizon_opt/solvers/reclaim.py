@@ -25,15 +25,15 @@ import time
 
 import numpy as np
 
-from horizon_opt.inference import Layout, plan_layout
-from horizon_opt.instance import Instance, IntArray, topological_order
-from horizon_opt.plan import Plan, Status
+from horizon_opt.model.instance import Instance, IntArray, topological_order
+from horizon_opt.model.teams import quota_profile
+from horizon_opt.plans.inference import Layout, plan_layout
+from horizon_opt.plans.plan import Plan, Status
 from horizon_opt.solvers.assemble import Placement, build_plan, plan_placements, stamp
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
 from horizon_opt.solvers.listsched import grid_beside
 from horizon_opt.solvers.residual import started_gpus
-from horizon_opt.teams import quota_profile
 
 MOVES_PER_JOB = 4  # rounds per job that place jobs again; then borrowing jobs only leave
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import backfill, fifo, greedy
 from horizon_opt.solvers.options import SolveOptions
 from horizon_opt.solvers.reclaim import quotas_bind, quotas_kept

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from horizon_opt.instance import Instance, Job
+from horizon_opt.model.instance import Instance, Job
 from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.grid import Fit

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.assemble import Placement, assignments_of, plan_placements, stamp
 from horizon_opt.solvers.options import Progress, SolveOptions
 

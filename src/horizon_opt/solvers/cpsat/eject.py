@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from horizon_opt.instance import FloatArray, Instance, IntArray, topological_order
+from horizon_opt.model.instance import FloatArray, Instance, IntArray, topological_order
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.grid import CapacityGrid, Fit

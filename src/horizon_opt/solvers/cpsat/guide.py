@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from horizon_opt.inference import Layout
-from horizon_opt.instance import FloatArray, Instance, IntArray, Job
+from horizon_opt.model.instance import FloatArray, Instance, IntArray, Job
 from horizon_opt.params import SearchParams
+from horizon_opt.plans.inference import Layout
 from horizon_opt.relaxation import Relaxation, whole_free_nodes
 from horizon_opt.solvers.assemble import Placement, drop_idle_late
 from horizon_opt.solvers.listsched import Rank, inherited_ranks, place_in_order

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from horizon_opt.instance import Instance, IntArray
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance, IntArray
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.assemble import Placement
 
 

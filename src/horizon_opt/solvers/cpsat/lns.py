@@ -18,7 +18,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 import horizon_opt.solvers.cpsat.starts as starts
-from horizon_opt.instance import Pool
+from horizon_opt.model.instance import Pool
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.guide import LpGuide
 from horizon_opt.solvers.cpsat.incumbent import Incumbent

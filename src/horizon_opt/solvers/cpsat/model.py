@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from horizon_opt.inference import Layout
-from horizon_opt.instance import Instance, IntArray, Promise
+from horizon_opt.model.instance import Instance, IntArray, Promise
+from horizon_opt.plans.inference import Layout
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.borrowed import team_used
 

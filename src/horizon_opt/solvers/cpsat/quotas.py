@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from horizon_opt.inference import elastic_layout, static_peak_layout
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan, Status
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.inference import elastic_layout, static_peak_layout
+from horizon_opt.plans.plan import Plan, Status
 from horizon_opt.relaxation import proven_bound
 from horizon_opt.solvers.assemble import build_plan
 from horizon_opt.solvers.compact import fill_gaps

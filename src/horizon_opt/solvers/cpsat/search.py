@@ -10,8 +10,8 @@ from typing import IO
 
 import numpy as np
 
-from horizon_opt.inference import Layout, elastic_layout
-from horizon_opt.instance import Instance, earliest_starts
+from horizon_opt.model.instance import Instance, earliest_starts
+from horizon_opt.plans.inference import Layout, elastic_layout
 from horizon_opt.relaxation.pool_model import PoolSolution
 from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.incumbent import Incumbent

@@ -27,8 +27,8 @@ from typing import IO
 import horizon_opt.solvers.cpsat.bounding as bounding
 import horizon_opt.solvers.cpsat.exact as exact
 import horizon_opt.solvers.cpsat.starts as starts
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan, Status
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan, Status
 from horizon_opt.solvers.assemble import build_plan, drop_idle_late
 from horizon_opt.solvers.compact import fill_gaps, left_shift
 from horizon_opt.solvers.cpsat.guide import lp_guide

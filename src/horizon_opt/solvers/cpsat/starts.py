@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 import horizon_opt.solvers.cpsat.exact as exact
-from horizon_opt.inference import Layout, elastic_layout, plan_layout, static_peak_layout
+from horizon_opt.plans.inference import Layout, elastic_layout, plan_layout, static_peak_layout
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.cpsat.guide import (
     ListRule,

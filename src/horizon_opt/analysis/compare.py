@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from horizon_opt.comparison_table import Column, compare_columns, to_text
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.comparison_table import Column, compare_columns, to_text
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import SOLVERS, SolveOptions, solve
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from horizon_opt.instance import FloatArray, Instance
+from horizon_opt.model.instance import FloatArray, Instance
 from horizon_opt.relaxation import pool_free_gpus, solve_lp
 from horizon_opt.times import iso
 

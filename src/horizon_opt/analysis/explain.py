@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Literal
 
-from horizon_opt.check import ensure_valid
 from horizon_opt.errors import InputError
-from horizon_opt.inference import elastic_layout, plan_layout
-from horizon_opt.instance import Instance, IntArray, topological_order
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance, IntArray, topological_order
+from horizon_opt.plans.check import ensure_valid
+from horizon_opt.plans.inference import elastic_layout, plan_layout
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.assemble import plan_placements
 from horizon_opt.solvers.causes import Cause, Code
 from horizon_opt.solvers.diagnosis import Diagnosis

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from horizon_opt.instance import BoolArray, IntArray, Job, Pool, Service
-from horizon_opt.packing import pack
+from horizon_opt.model.instance import BoolArray, IntArray, Job, Pool, Service
+from horizon_opt.model.packing import pack
 
 
 def slot_ranges(slots: list[int]) -> str:

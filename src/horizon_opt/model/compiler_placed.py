@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from horizon_opt.instance import Pool
-from horizon_opt.spec import show
+from horizon_opt.model.instance import Pool
+from horizon_opt.model.spec import show
 
 __all__ = ["gpus_by_node"]
 

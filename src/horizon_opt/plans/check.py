@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from horizon_opt.errors import InputError
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Plan
 
 MAX_PER_RULE = 20  # one broken plan can break a rule at thousands of (node, slot) pairs
 _CAP = 2**40  # above any node's GPUs or any demand; counts capped there cannot wrap int64 sums

@@ -20,18 +20,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from horizon_opt.check import check
-from horizon_opt.comparison_table import Column, compare_columns, to_text
-from horizon_opt.compiler import compile_instance
-from horizon_opt.diff import PlanDiff, job_lists, jobs_line, plan_diff
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.instance import Instance
-from horizon_opt.io import parse_spec, read_demand_csv, read_yaml
-from horizon_opt.metrics import evaluate
-from horizon_opt.plan import Plan, Status
-from horizon_opt.solvers import SolveOptions, solve
-from horizon_opt.solvers.assemble import stamp
-from horizon_opt.spec import (
+from horizon_opt.io import read_yaml
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.load import parse_spec, read_demand_csv
+from horizon_opt.model.spec import (
     MAX_DEMAND,
     MAX_JOB_GPUS,
     MAX_NODES,
@@ -42,6 +36,13 @@ from horizon_opt.spec import (
     default_node_name,
     show,
 )
+from horizon_opt.plans.check import check
+from horizon_opt.plans.comparison_table import Column, compare_columns, to_text
+from horizon_opt.plans.diff import PlanDiff, job_lists, jobs_line, plan_diff
+from horizon_opt.plans.metrics import evaluate
+from horizon_opt.plans.plan import Plan, Status
+from horizon_opt.solvers import SolveOptions, solve
+from horizon_opt.solvers.assemble import stamp
 from horizon_opt.times import parse_time
 
 ChangeKind = Literal["add", "remove", "outage", "demand", "limit"]

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from horizon_opt.compiler_checks import check_inference
-from horizon_opt.compiler_core import CompilerCore
-from horizon_opt.instance import BoolArray, Job, Pool, Service, _placed_gpus, required_replicas
-from horizon_opt.spec import MAX_DEMAND
+from horizon_opt.model.compiler_checks import check_inference
+from horizon_opt.model.compiler_core import CompilerCore
+from horizon_opt.model.instance import (
+    BoolArray,
+    Job,
+    Pool,
+    Service,
+    _placed_gpus,
+    required_replicas,
+)
+from horizon_opt.model.spec import MAX_DEMAND
 
 __all__ = ["ServicesCompiler"]
 

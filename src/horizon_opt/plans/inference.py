@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from horizon_opt.instance import Instance
-from horizon_opt.packing import IntArray, pack
-from horizon_opt.plan import Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.packing import IntArray, pack
+from horizon_opt.plans.plan import Plan
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from horizon_opt.compiler_jobs import JobsCompiler
-from horizon_opt.compiler_services import ServicesCompiler
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import BoolArray, Instance, Pool
-from horizon_opt.node_names import all_node_names
-from horizon_opt.open_end import extend
-from horizon_opt.spec import MAX_NODE_SLOTS, MAX_NODES, InstanceSpec
-from horizon_opt.teams import compile_teams
+from horizon_opt.model.compiler_jobs import JobsCompiler
+from horizon_opt.model.compiler_services import ServicesCompiler
+from horizon_opt.model.instance import BoolArray, Instance, Pool
+from horizon_opt.model.node_names import all_node_names
+from horizon_opt.model.open_end import extend
+from horizon_opt.model.spec import MAX_NODE_SLOTS, MAX_NODES, InstanceSpec
+from horizon_opt.model.teams import compile_teams
 
 
 class _Compiler(JobsCompiler, ServicesCompiler):

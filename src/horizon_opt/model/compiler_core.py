@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from horizon_opt.instance import BoolArray, FloatArray, duration_minutes, horizon_start
-from horizon_opt.spec import MAX_SLOTS, MAX_TIME_SLOTS, InstanceSpec, show
-from horizon_opt.teams import Team
+from horizon_opt.model.instance import BoolArray, FloatArray, duration_minutes, horizon_start
+from horizon_opt.model.spec import MAX_SLOTS, MAX_TIME_SLOTS, InstanceSpec, show
+from horizon_opt.model.teams import Team
 
 __all__ = ["CompilerCore"]
 

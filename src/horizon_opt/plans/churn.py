@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Assignment, Churn, Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.plan import Assignment, Churn, Plan
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from horizon_opt.instance import BoolArray, Gang, Instance, IntArray, Job, Pool, topological_order
-from horizon_opt.open_end import open_end_hint
-from horizon_opt.packing import pack
+from horizon_opt.model.instance import (
+    BoolArray,
+    Gang,
+    Instance,
+    IntArray,
+    Job,
+    Pool,
+    topological_order,
+)
+from horizon_opt.model.open_end import open_end_hint
+from horizon_opt.model.packing import pack
 
 
 def validate(instance: Instance) -> list[str]:

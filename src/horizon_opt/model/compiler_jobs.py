@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from horizon_opt.compiler_checks import check_placed, slot_ranges
-from horizon_opt.compiler_core import CompilerCore
-from horizon_opt.compiler_placed import gpus_by_node
-from horizon_opt.instance import Gang, Job, Placed, Pool, dependency_cycle, gang_on
-from horizon_opt.spec import show
-from horizon_opt.teams import team_index
-from horizon_opt.windows import first_start
+from horizon_opt.model.compiler_checks import check_placed, slot_ranges
+from horizon_opt.model.compiler_core import CompilerCore
+from horizon_opt.model.compiler_placed import gpus_by_node
+from horizon_opt.model.instance import Gang, Job, Placed, Pool, dependency_cycle, gang_on
+from horizon_opt.model.spec import show
+from horizon_opt.model.teams import team_index
+from horizon_opt.model.windows import first_start
 
 __all__ = ["JobsCompiler"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Metrics, Plan
-from horizon_opt.spec import JOB_KINDS
-from horizon_opt.team_metrics import fairness, team_figures
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import JOB_KINDS
+from horizon_opt.plans.plan import Metrics, Plan
+from horizon_opt.plans.team_metrics import fairness, team_figures
 
 
 def on_time(instance: Instance, job_id: str, end: int) -> bool:

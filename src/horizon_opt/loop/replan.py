@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from horizon_opt.churn import churn
-from horizon_opt.instance import Instance, Promise
-from horizon_opt.plan import Plan
+from horizon_opt.loop.state import hold_starts
+from horizon_opt.model.instance import Instance, Promise
+from horizon_opt.plans.churn import churn
+from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import SolveOptions, solve
-from horizon_opt.state import hold_starts
 
 # Starts this near are held: people act on them, and a re-plan every 2 h never moves a start
 # that the plan before it was about to make.

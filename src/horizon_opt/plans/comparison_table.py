@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Metrics, Plan
-from horizon_opt.spec import JOB_KINDS
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import JOB_KINDS
+from horizon_opt.plans.plan import Metrics, Plan
 
 Tone = Literal["better", "worse", "same"]
 Verdict = Literal["good", "bad"]

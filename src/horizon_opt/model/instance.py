@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from horizon_opt.spec import (
+from horizon_opt.model.spec import (
     InstanceSpec,
     JobKind,
 )
-from horizon_opt.teams import Team, limit_profile, team_usage
-from horizon_opt.windows import StartWindow, due, start_windows
+from horizon_opt.model.teams import Team, limit_profile, team_usage
+from horizon_opt.model.windows import StartWindow, due, start_windows
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from horizon_opt.compiler import compile_instance
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Assignment, Plan
-from horizon_opt.spec import InstanceSpec, PlacedSpec
+from horizon_opt.model.compiler import compile_instance
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.spec import InstanceSpec, PlacedSpec
+from horizon_opt.plans.plan import Assignment, Plan
 
 
 def placed_spec(a: Assignment) -> PlacedSpec:

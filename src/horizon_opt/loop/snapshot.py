@@ -15,12 +15,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from horizon_opt.compiler import _Compiler
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import Instance, IntArray, Job, Placed
-from horizon_opt.open_end import extend
-from horizon_opt.spec import InstanceSpec, PlacedSpec
-from horizon_opt.windows import first_start
+from horizon_opt.model.compiler import _Compiler
+from horizon_opt.model.instance import Instance, IntArray, Job, Placed
+from horizon_opt.model.open_end import extend
+from horizon_opt.model.spec import InstanceSpec, PlacedSpec
+from horizon_opt.model.windows import first_start
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from horizon_opt.spec import PoolSpec, default_node_name
+from horizon_opt.model.spec import PoolSpec, default_node_name
 
 # (pool name, nodes, its node_names or None) for each pool, in file order
 PoolNames = tuple[str, int, Sequence[str] | None]

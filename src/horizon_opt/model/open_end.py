@@ -18,8 +18,8 @@ from dataclasses import replace
 import numpy as np
 
 from horizon_opt.errors import InstanceError
-from horizon_opt.instance import FloatArray, Instance, Service, required_replicas
-from horizon_opt.spec import MAX_NODE_SLOTS
+from horizon_opt.model.instance import FloatArray, Instance, Service, required_replicas
+from horizon_opt.model.spec import MAX_NODE_SLOTS
 
 
 def open_end_hint(instance: Instance) -> str:

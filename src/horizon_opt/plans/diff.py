@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from horizon_opt.churn import Move, job_move
-from horizon_opt.instance import Instance
-from horizon_opt.metrics import evaluate, on_time
-from horizon_opt.plan import Assignment, Plan
+from horizon_opt.model.instance import Instance
+from horizon_opt.plans.churn import Move, job_move
+from horizon_opt.plans.metrics import evaluate, on_time
+from horizon_opt.plans.plan import Assignment, Plan
 from horizon_opt.times import parse_time
 
 WIDTH = 100  # job lists wrap at this many characters

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from horizon_opt.spec import TeamSpec
+from horizon_opt.model.spec import TeamSpec
 
 IntArray = npt.NDArray[np.int64]
 

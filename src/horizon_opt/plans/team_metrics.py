@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from horizon_opt.check import kept_out
-from horizon_opt.instance import Instance
-from horizon_opt.plan import Plan, TeamFigures
-from horizon_opt.teams import quota_profile, team_usage
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.teams import quota_profile, team_usage
+from horizon_opt.plans.check import kept_out
+from horizon_opt.plans.plan import Plan, TeamFigures
 
 
 def team_figures(instance: Instance, plan: Plan) -> dict[str, TeamFigures]:

@@ -36,7 +36,6 @@ MAX_PRIORITY = 1e6  # jobs[].priority
 MAX_DEMAND = 1e6  # replicas per slot of a service's demand
 MAX_HEADROOM = 10.0  # services[].headroom
 MAX_TIME_SLOTS = 10**10  # largest |slot index| of a time field
-MAX_FILE_BYTES = 128 * 2**20  # an instance file or a demand CSV file
 MAX_HOST_NAME = 253  # characters of a node's host name (pools[].node_names): DNS's limit
 # A host name (pools[].node_names): no space, `:` or `,`, on which CSV cells and options split.
 HOST_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
