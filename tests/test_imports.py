@@ -1,4 +1,5 @@
-"""No module of the package imports a module that imports it back, directly or through others.
+"""No module of the package imports a module that imports it back, directly or through others,
+and no module imports from a layer above its own (docs/design.md, "Module map").
 
 Every import counts: at the top, inside functions, and under `TYPE_CHECKING`. A cycle makes the
 import order matter and hides which module depends on which.
@@ -89,3 +90,39 @@ def test_no_import_cycles() -> None:
 
 def test_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# The layers, lowest first (docs/design.md); everything else is an application on top of them.
+LAYERS = (
+    (
+        "horizon_opt.errors",
+        "horizon_opt.io",
+        "horizon_opt.times",
+        "horizon_opt.params",
+        "horizon_opt.version",
+    ),
+    ("horizon_opt.model",),
+    ("horizon_opt.plans",),
+    ("horizon_opt.solvers", "horizon_opt.relaxation"),
+    ("horizon_opt.analysis", "horizon_opt.loop"),
+)
+
+
+def layer(module: str) -> int:
+    for k, packages in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in packages):
+            return k
+    return len(LAYERS)
+
+
+def test_no_module_imports_from_a_layer_above_its_own() -> None:
+    graph = import_graph()
+    upward = [
+        f"{m} -> {t}"
+        for m, targets in sorted(graph.items())
+        if m != "horizon_opt"  # the public API gathers every layer
+        for t in sorted(targets)
+        if layer(t) > layer(m) or t == "horizon_opt"
+    ]
+    assert upward == []
+    assert layer("horizon_opt.plans.plan") < layer("horizon_opt.solvers.cpsat.solver")
