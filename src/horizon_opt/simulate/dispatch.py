@@ -1,4 +1,5 @@
-"""Re-seating a planned start whose GPUs are taken: the job starts on other GPUs of its pool.
+"""The plan's starts as the replay executes them, and re-seating a planned start whose GPUs are
+taken: the job starts on other GPUs of its pool.
 
 A plan names concrete GPUs, but a real scheduler given a plan's start (a priority, a
 reservation) picks the nodes itself when the job starts. Between two plans, demand above the
@@ -10,13 +11,40 @@ run: not held, not reserved for inference, not given to another planned job over
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from horizon_opt.model.instance import Gang, Instance, IntArray
 
 Gpus = dict[int, tuple[int, ...]]  # node -> GPU indices
+
+
+@dataclass
+class PlannedStarts:
+    """The starts the plan in force makes from now on: per slot the jobs it starts, and per job
+    its pool, GPUs and planned end."""
+
+    at: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
+    seats: dict[int, tuple[int, Gpus]] = field(default_factory=dict)  # job -> (pool, GPUs)
+    ends: dict[int, int] = field(default_factory=dict)
+
+    def add(self, job: int, start: int, pool: int, gpus: Gpus, end: int) -> None:
+        self.at[start].append(job)
+        self.seats[job] = (pool, gpus)
+        self.ends[job] = end
+
+    def others(self, job: int, t: int, made: Collection[int]) -> list[tuple[int, int, Gpus]]:
+        """(start, end, GPUs) of the starts from `t` on but `job`'s and those `made` already."""
+        return [
+            (s, self.ends[k], self.seats[k][1])
+            for s, jobs in self.at.items()
+            if s >= t
+            for k in jobs
+            if k != job and k not in made
+        ]
 
 
 def reseat(

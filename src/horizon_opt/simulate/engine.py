@@ -30,7 +30,7 @@ from horizon_opt.plans.inference import plan_layout
 from horizon_opt.plans.plan import Plan
 from horizon_opt.simulate.audit import Audit, Run, told_spec
 from horizon_opt.simulate.bets import RunTimeBets
-from horizon_opt.simulate.dispatch import reseat
+from horizon_opt.simulate.dispatch import PlannedStarts, reseat
 from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.predictions import PredictionLog
@@ -111,9 +111,7 @@ class _Replayer:
         self.moved: list[int] = []
         self.seconds: list[float] = []
         self.planned_pwo: float | None = None
-        self.starts: dict[int, list[int]] = {}  # slot -> job indices the plan starts then
-        self.plan_gpus: dict[int, tuple[int, dict[int, tuple[int, ...]]]] = {}
-        self.plan_ends: dict[int, int] = {}  # job -> the end the plan gives it
+        self.planned = PlannedStarts()  # the plan's starts from now on
         self.book = PromiseBook()  # first starts predicted far enough ahead, and first starts
 
     # -- the state the planner sees --------------------------------------------------------------
@@ -202,18 +200,14 @@ class _Replayer:
         """Take a plan made for `state`: its starts from `t` on and its inference reservation."""
         self.plan = plan
         inst = self.inst
-        self.starts = defaultdict(list)
+        self.planned = PlannedStarts()
         ahead = -(-PROMISE_AHEAD_MINUTES // inst.slot_minutes)
-        self.plan_gpus = {}
-        self.plan_ends = {}
         for a in plan.assignments:
             j = inst.job_index[a.job]
             if j in self.running or a.start < t:
                 continue
-            self.starts[a.start].append(j)
             gpus = {inst.node_index[n]: tuple(g) for n, g in a.gpus.items()}
-            self.plan_gpus[j] = (inst.pool_index[a.pool], gpus)
-            self.plan_ends[j] = a.end
+            self.planned.add(j, a.start, inst.pool_index[a.pool], gpus, a.end)
             if a.start - t >= ahead:
                 self.book.promise(j, t, a.start)
         layout = plan_layout(state, plan)
@@ -387,11 +381,11 @@ class _Replayer:
         """Start what the plan starts at `t`; returns whether a start was blocked."""
         blocked = False
         used, held = self.holdings()
-        for j in self.starts.get(t, []):
+        for j in self.planned.at.get(t, []):
             if j in self.gone or j in self.running:
                 continue
             job = self.inst.jobs[j]
-            pool, gpus = self.plan_gpus[j]
+            pool, gpus = self.planned.seats[j]
             ready = all(p in self.done for p in job.after)
             if ready and self.reclaim(gpus, t):
                 used, held = self.holdings()
@@ -411,9 +405,9 @@ class _Replayer:
             real = self.world.run_slots(job.id, estimate)
             self.running[j] = _Run(j, pool, t, t + real, dict(gpus), job.id in self.world.fails)
             self.book.start(j, t)
-            self.predictions.started(j, self.plan_ends[j] - t)
+            self.predictions.started(j, self.planned.ends[j] - t)
             if self.bets is not None:
-                self.bets.started(j, self.plan_ends[j])
+                self.bets.started(j, self.planned.ends[j])
             for n, g in gpus.items():
                 used[n] += len(g)
                 held[n].update(g)
@@ -424,24 +418,12 @@ class _Replayer:
     ) -> dict[int, tuple[int, ...]] | None:
         """Other GPUs of its planned pool for job `j`, whose planned GPUs are taken at `t`,
         that the plan leaves free for its planned run (`simulate.dispatch`), or None."""
-        pool, _ = self.plan_gpus[j]
-        planned = [
-            (s, self.plan_ends[k], self.plan_gpus[k][1])
-            for s, jobs in self.starts.items()
-            if s >= t
-            for k in jobs
-            if k != j and k not in self.running and k not in self.gone
-        ]
-        return reseat(
-            self.inst,
-            pool,
-            self.inst.jobs[j].gangs[pool],
-            (t, self.plan_ends[j]),
-            used + self.serving.extra,
-            held,
-            self.serving.reserved,
-            planned,
-        )
+        pool, _ = self.planned.seats[j]
+        run = (t, self.planned.ends[j])
+        others = self.planned.others(j, t, self.running.keys() | self.gone)
+        taken = used + self.serving.extra
+        gang = self.inst.jobs[j].gangs[pool]
+        return reseat(self.inst, pool, gang, run, taken, held, self.serving.reserved, others)
 
     def run(self) -> Replay:
         inst, policy = self.inst, self.policy
