@@ -198,6 +198,8 @@ class RunConfig(_Model):
     time_limit: float = Field(default=30.0, gt=0, le=86_400, allow_inf_nan=False)
     workers: int = Field(default=2, ge=1, le=64)
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    # Not replan's 2 h (DEFAULT_FREEZE_MINUTES): a service re-plans every few minutes, and the
+    # replay did better re-planning often with a short freeze (docs/operating.md, Cadence).
     freeze: Duration = "1h"
     stability: float = Field(default=0.0, ge=0, le=MAX_STABILITY, allow_inf_nan=False)
     keep_promises: float = Field(default=0.0, ge=0, le=MAX_STABILITY, allow_inf_nan=False)
