@@ -67,16 +67,16 @@ from horizon_opt.importers.cluster import (
 )
 from horizon_opt.importers.kube import Bad as _Bad
 from horizon_opt.importers.kube import read_objects
-from horizon_opt.importers.kueue_jobs import (
+from horizon_opt.importers.kueue_jobs import WorkloadMapper
+from horizon_opt.importers.kueue_jobs_admitted import Running as _Running
+from horizon_opt.importers.kueue_jobs_core import (
     DEADLINE_ANNOTATION,
     DURATION_ANNOTATION,
     KIND_ANNOTATION,
     POOLS_ANNOTATION,
-    WorkloadMapper,
     kueue_priority,
 )
-from horizon_opt.importers.kueue_jobs import Clock as _Clock
-from horizon_opt.importers.kueue_jobs import Running as _Running
+from horizon_opt.importers.kueue_jobs_core import Clock as _Clock
 from horizon_opt.importers.kueue_queues import Queues, read_queues
 from horizon_opt.importers.kueue_teams import QueueTeams
 from horizon_opt.importers.kueue_workload import Workload as _Workload

@@ -22,29 +22,14 @@ from horizon_opt.importers.kube import Bad as _Bad
 from horizon_opt.importers.kueue_gang import choose_gang
 from horizon_opt.importers.kueue_jobs_admitted import AdmittedWorkloads, Running
 from horizon_opt.importers.kueue_jobs_core import (
-    DEADLINE_ANNOTATION,
-    DURATION_ANNOTATION,
-    KIND_ANNOTATION,
     POOLS_ANNOTATION,
-    Clock,
     WorkloadMapperCore,
     duration_text,
-    kueue_priority,
 )
 from horizon_opt.importers.kueue_workload import Workload as _Workload
 from horizon_opt.times import iso
 
-__all__ = [
-    "DEADLINE_ANNOTATION",
-    "DURATION_ANNOTATION",
-    "KIND_ANNOTATION",
-    "POOLS_ANNOTATION",
-    "Clock",
-    "PendingWorkloads",
-    "Running",
-    "WorkloadMapper",
-    "kueue_priority",
-]
+__all__ = ["PendingWorkloads", "WorkloadMapper"]
 
 
 class PendingWorkloads(WorkloadMapperCore):

@@ -57,8 +57,8 @@ from horizon_opt.importers.slurm_history import (
     estimate_minutes,
     read_history,
 )
-from horizon_opt.importers.slurm_jobs import Job as _Job
 from horizon_opt.importers.slurm_jobs import JobMapper
+from horizon_opt.importers.slurm_jobs_core import Job as _Job
 from horizon_opt.importers.slurm_reader import BASE_STATES as _BASE_STATES
 from horizon_opt.importers.slurm_reader import Fields as _Fields
 from horizon_opt.importers.slurm_reader import Record as _Record

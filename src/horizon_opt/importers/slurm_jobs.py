@@ -23,7 +23,7 @@ from horizon_opt.importers.slurm_reader import Record as _Record
 from horizon_opt.importers.slurm_strings import Gpus
 from horizon_opt.times import iso
 
-__all__ = ["Job", "JobMapper", "PendingJobs"]
+__all__ = ["JobMapper", "PendingJobs"]
 
 
 def _type_matches(kind: str, pool_name: str, gpu_type: str) -> bool:
