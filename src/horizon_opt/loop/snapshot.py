@@ -17,7 +17,8 @@ import numpy as np
 
 from horizon_opt.errors import InstanceError
 from horizon_opt.model.compiler import _Compiler
-from horizon_opt.model.instance import Instance, IntArray, Job, Placed
+from horizon_opt.model.compiler_checks import check_placed
+from horizon_opt.model.instance import Instance, Job, Placed
 from horizon_opt.model.open_end import extend
 from horizon_opt.model.spec import InstanceSpec, PlacedSpec
 from horizon_opt.model.windows import first_start
@@ -82,8 +83,16 @@ def instance_at(
             jobs.append(_job(job, new, after, job.release, job.placed))
         else:
             jobs.append(_job(job, new, after, first_start(job.release, now, None), None))
-    if not problems:
-        problems = _check_placed(instance, jobs, now)
+    if not problems:  # placed jobs together, as the compiler checks them
+        check_placed(
+            jobs,
+            instance.pools,
+            instance.slots,
+            now,
+            instance.node_names,
+            instance.node_pool.tolist(),
+            lambda path, message: problems.append(f"{path}: {message}"),
+        )
     if problems:
         raise InstanceError(problems)
     state = Instance(
@@ -244,48 +253,6 @@ def _gang_problems(
         problems.append(
             f"{path}.gpus: a gang of {job.gpus} GPUs on pool {p.name} holds "
             f"{gang.gpus_per_node} GPUs on each of {gang.nodes} node(s)"
-        )
-    return problems
-
-
-def _check_placed(instance: Instance, jobs: list[Job], now: int) -> list[str]:
-    """Placed jobs together, as the compiler's `check_placed`: their predecessors are placed and
-    end first, no GPU of a started job is held twice, no node holds more GPUs than it has."""
-    problems = []
-    count: IntArray = np.zeros((instance.num_nodes, instance.slots), dtype=np.int64)
-    runs: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
-    for job in jobs:
-        if job.placed is None:
-            continue
-        a, b = job.placed.start, job.placed.end
-        for p in job.after:
-            pred = jobs[p].placed
-            if pred is None or pred.end > a:
-                problems.append(
-                    f"jobs[{job.index}].placed: job {job.id!r} starts at slot {a}, but "
-                    f"{jobs[p].id!r} is not placed to end by then"
-                )
-        for n, idx in job.placed.gpus.items():
-            count[n, a:b] += len(idx)
-            for g in idx if a < now else ():
-                runs.setdefault((n, g), []).append((a, b, job.id))
-    for (n, g), items in runs.items():
-        items.sort()
-        last_end, last_id = items[0][1], items[0][2]  # the run that ends last so far
-        for a, b, job_id in items[1:]:
-            if a < last_end:
-                problems.append(
-                    f"jobs: placed jobs {last_id!r} and {job_id!r} both hold GPU {g} of "
-                    f"{instance.node_names[n]} at slot {a}"
-                )
-            if b > last_end:
-                last_end, last_id = b, job_id
-    over = np.argwhere(count > instance.node_gpus[:, None])
-    if over.size:
-        n, t = (int(x) for x in over[0])
-        problems.append(
-            f"jobs: placed jobs hold more than the {instance.node_gpus[n]} GPUs of "
-            f"{instance.node_names[n]} at slot {t}"
         )
     return problems
 
