@@ -364,3 +364,22 @@ def slurm_cluster() -> Iterator[Any]:
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Two 8-GPU nodes, 4 slots, no limits; red and blue are each entitled to 8 GPUs. Blue's two
+# jobs (8 GPUs, 4 slots, priority 2: 64 each) could hold both nodes all day, blue borrowing
+# red's 8 (worth 128, the optimum without rule 9). Red's job (8 GPUs, 2 slots, released at 1,
+# priority 1: 16) then waits within its quota at slots 1 and 2 (from 3 it could no longer end by
+# the horizon), kept out by blue's borrowing: rule 9 is broken there. With quotas kept, one of
+# blue's jobs gives red's GPUs back at slot 1 and can no longer end in time: 64 + 16 = 80.
+BORROWED: Spec = {
+    "name": "borrowed",
+    "horizon": {"slots": 4},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 8}],
+    "teams": [{"name": "red", "quota": {"p": 8}}, {"name": "blue", "quota": {"p": 8}}],
+    "jobs": [
+        {"id": "b1", "priority": 2, "gpus": 8, "duration": 4, "team": "blue"},
+        {"id": "b2", "priority": 2, "gpus": 8, "duration": 4, "team": "blue"},
+        {"id": "r1", "priority": 1, "gpus": 8, "duration": 2, "release": 1, "team": "red"},
+    ],
+}

@@ -12,40 +12,30 @@ import copy
 from typing import Any
 
 import pytest
+from conftest import BORROWED
 
 import horizon_opt as ho
 from horizon_opt.errors import InstanceError
 from horizon_opt.model.load import parse_spec
 from horizon_opt.plans.check import kept_out
 
-BASE: dict[str, Any] = {
-    "name": "readings",
-    "horizon": {"slots": 4},
-    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 8}],
-    "teams": [{"name": "red", "quota": {"p": 8}}, {"name": "blue", "quota": {"p": 8}}],
-    "jobs": [
-        {"id": "b1", "priority": 2, "gpus": 8, "duration": 4, "team": "blue"},
-        {"id": "b2", "priority": 2, "gpus": 8, "duration": 4, "team": "blue"},
-        {"id": "r1", "priority": 1, "gpus": 8, "duration": 2, "release": 1, "team": "red"},
-    ],
-}
 EIGHT = list(range(8))
 
 
 def spec(**change: Any) -> dict[str, Any]:
-    data = copy.deepcopy(BASE)
+    data = copy.deepcopy(BORROWED)
     data.update(change)
     return data
 
 
 def plan_of(assignments: list[tuple[str, str, int, int]]) -> ho.Plan:
     """A hand plan: (job, node, start, end) of 8 GPUs each; every other job unscheduled."""
-    jobs = [j["id"] for j in BASE["jobs"]]
+    jobs = [j["id"] for j in BORROWED["jobs"]]
     placed = {a[0] for a in assignments}
     return ho.Plan.parse(
         {
             "format": "horizon-opt.plan/1",
-            "instance": "readings",
+            "instance": "borrowed",
             "solver": "hand",
             "status": "heuristic",
             "objective": 0.0,
@@ -67,7 +57,7 @@ def red_kept_out(data: dict[str, Any], plan: ho.Plan = BLUE_ALL_DAY) -> list[int
 
 
 def test_the_base_case_keeps_red_out_at_slots_1_and_2() -> None:
-    assert red_kept_out(BASE) == [1, 2]
+    assert red_kept_out(BORROWED) == [1, 2]
 
 
 def test_a_pool_missing_from_the_quota_is_a_quota_of_0() -> None:
@@ -125,7 +115,7 @@ def test_fairness_is_null_where_it_would_be_0_over_0() -> None:
 
 
 def test_a_team_with_no_job_on_time_waits_0_hours() -> None:
-    inst = ho.compile_instance(parse_spec(BASE))
+    inst = ho.compile_instance(parse_spec(BORROWED))
     red = ho.evaluate(inst, BLUE_ALL_DAY).teams["red"]
     assert (red.completed, red.mean_wait_hours) == (0, 0.0)
 

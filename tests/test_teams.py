@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import BORROWED
 from typer.testing import CliRunner
 
 import horizon_opt as ho
@@ -239,25 +240,6 @@ def test_what_if_limit_errors_name_the_option(text: str, message: str) -> None:
     with pytest.raises(InputError) as err:
         apply_changes(parse_spec(LIMITED), [parse_change(text, "limit")])
     assert any(message in line for line in err.value.problems)
-
-
-# Two 8-GPU nodes, 4 slots, no limits; red and blue are each entitled to 8 GPUs. Blue's two
-# jobs (8 GPUs, 4 slots, priority 2: 64 each) could hold both nodes all day, blue borrowing
-# red's 8 (worth 128, the optimum without rule 9). Red's job (8 GPUs, 2 slots, released at 1,
-# priority 1: 16) then waits within its quota at slots 1 and 2 (from 3 it could no longer end by
-# the horizon), kept out by blue's borrowing: rule 9 is broken there. With quotas kept, one of
-# blue's jobs gives red's GPUs back at slot 1 and can no longer end in time: 64 + 16 = 80.
-BORROWED: dict[str, Any] = {
-    "name": "borrowed",
-    "horizon": {"slots": 4},
-    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 8}],
-    "teams": [{"name": "red", "quota": {"p": 8}}, {"name": "blue", "quota": {"p": 8}}],
-    "jobs": [
-        {"id": "b1", "priority": 2, "gpus": 8, "duration": 4, "team": "blue"},
-        {"id": "b2", "priority": 2, "gpus": 8, "duration": 4, "team": "blue"},
-        {"id": "r1", "priority": 1, "gpus": 8, "duration": 2, "release": 1, "team": "red"},
-    ],
-}
 
 
 def without_quotas(data: dict[str, Any]) -> dict[str, Any]:
