@@ -26,4 +26,4 @@ def lateness_shares(came_true: Sequence[float], waiting: Sequence[float]) -> tup
     if len(known) < MIN_RESOLVED:
         return 0.0, 1.0
     p50, p90 = (float(np.quantile(known, q)) for q in (0.5, P90))
-    return p50, max(p50, p90)
+    return p50, p90

@@ -56,12 +56,10 @@ class PromiseBook:
         return {j: p.predicted for j, p in self.first.items() if j not in self.started}
 
     def _lateness(self, now: int) -> tuple[list[float], list[float]]:
-        """Lateness of the promises made before `now` that came true by then, and so far of
+        """Lateness of the promises that came true by `now`, and so far of
         those still waiting (negative before their predicted start)."""
         came_true, waiting = [], []
         for j, p in self.first.items():
-            if p.made >= now:
-                continue
             start = self.started.get(j)
             if start is not None and start <= now:
                 came_true.append((start - p.predicted) / p.lead)
