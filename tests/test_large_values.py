@@ -27,7 +27,7 @@ BIG = {
 def test_the_scale_keeps_the_objective_in_range() -> None:
     inst = ho.compile_instance(parse_spec(BIG))
     scale = model.value_scale(inst)
-    weight = 1 + len(inst.jobs) * inst.slots
+    weight = 1 + model.END_WEIGHT_STEPS * len(inst.jobs) * inst.slots
     assert sum(model.value_units(j.value, scale) for j in inst.jobs) * weight <= model.MAX_OBJECTIVE
     assert scale < 1
 

@@ -49,6 +49,30 @@ def test_every_solver_starts_the_long_job_at_once(solver: str) -> None:
     assert plan.objective == pytest.approx(5 * 16 * 72)
 
 
+# One 2-GPU node, a 4-slot horizon with an open end: "cheap" (priority 1, value 1 * 2 * 2 = 4)
+# and "urgent" (priority 5, value 20) each need the whole node for 2 slots, so both end in time
+# either way and pwo is 24 whichever runs first. Ranked by value-weighted ends (weights 200 and
+# 1000 of `END_WEIGHT_STEPS`): urgent first costs 1000 * 2 + 200 * 4 = 2800, cheap first 4400.
+ORDER = {
+    "name": "order",
+    "horizon": {"slots": 4, "open_end": True},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 2}],
+    "jobs": [
+        {"id": "cheap", "priority": 1, "gpus": 2, "duration": 2},
+        {"id": "urgent", "priority": 5, "gpus": 2, "duration": 2},
+    ],
+}
+
+
+def test_cpsat_runs_the_most_valuable_work_first_when_every_job_fits() -> None:
+    """With an open end pwo cannot rank the plans (both orders earn 24): the value-weighted end
+    sum does, and the search does not stop at the proven pwo (fifo's plan reaches it at once)."""
+    inst = build(ORDER)
+    plan = solve_checked(inst, "cpsat")
+    assert plan.objective == pytest.approx(24)
+    assert sorted((a.start, a.job) for a in plan.assignments) == [(0, "urgent"), (2, "cheap")]
+
+
 @pytest.mark.parametrize("solver", ho.SOLVERS)
 def test_without_an_open_end_no_plan_starts_it(solver: str) -> None:
     inst = build(closed(LONG))

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from horizon_opt.solvers.cpsat.incumbent import Incumbent
+from horizon_opt.solvers.cpsat.incumbent import Incumbent, weighted_ends
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, placement_units, room_beside
 from horizon_opt.solvers.cpsat.search import Search
 
@@ -50,6 +50,10 @@ def _solve_against(
     """Solve `nm`, stopped once its bound proves that nothing beats the incumbent, or a plan
     reaches the best bound known: the rest would only settle the end-time tie-break, which
     can take the whole limit."""
+    if search.open_end:  # the tie-break is what ranks plans: CP-SAT stops at optimal only
+        return search.runner.solve_until_proven(
+            nm, limit, search.opt.seed, search.opt.workers, -1, math.inf
+        )
     units = sum(placement_units(search.inst, p, search.scale) for p in inc.placements.values())
     target = math.inf if search.bound is None else search.bound * search.scale - 1e-6
     return search.runner.solve_until_proven(
@@ -118,7 +122,7 @@ def pack_runs(
     found = nm.extract(solver)
     value = sum(p.earned(inst) for p in found.values())
     search.write_log(f"pool-level runs packed with the replicas decided: pwo {value:.3f}")
-    if value <= inc.value() + 1e-9:
+    if not inc.beaten_by(value, weighted_ends(inst, found.values())):
         return False
     search.layout = nm.extract_layout(solver)
     inc.rebase(search.layout.free, found)
@@ -128,7 +132,7 @@ def pack_runs(
 def run(search: Search, inc: Incumbent) -> None:
     """The full model, layout fixed then decided, each with a share of the time left."""
     for decide_layout in (False, True):
-        if search.proven(inc) or search.budget.out_of_time():
+        if search.settled(inc) or search.budget.out_of_time():
             break
         limit = search.budget.remaining() * search.params.full_model_share
         optimal, full_bound = solve_full(search, inc, limit, decide_layout)

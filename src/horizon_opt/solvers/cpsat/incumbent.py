@@ -10,6 +10,7 @@ import numpy as np
 from horizon_opt.model.instance import Instance, IntArray
 from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.cpsat.model import end_weights
 
 
 @dataclass
@@ -55,6 +56,25 @@ class Incumbent:
 
     def value(self) -> float:
         return sum(p.earned(self.instance) for p in self.placements.values())
+
+    def weighted_ends(self) -> int:
+        return weighted_ends(self.instance, self.placements.values())
+
+    def beaten_by(self, value: float, ends: int) -> bool:
+        """A plan of pwo `value` and weighted end sum `ends` ranks above this one."""
+        return ranks_above(value, ends, self.value(), self.weighted_ends())
+
+
+def weighted_ends(instance: Instance, placements: Iterable[Placement]) -> int:
+    """The tie-break's value-weighted sum of end slots (`model.end_weights`)."""
+    weights = end_weights(instance)
+    return sum(weights[p.job] * p.end(instance) for p in placements)
+
+
+def ranks_above(value: float, ends: int, than_value: float, than_ends: int) -> bool:
+    """Plans rank by pwo, then by value-weighted end slots, fewer first."""
+    tol = 1e-9 * max(1.0, abs(than_value))
+    return value > than_value + tol or (value >= than_value - tol and ends < than_ends)
 
 
 def placements_from_plan(instance: Instance, plan: Plan, free: IntArray) -> dict[int, Placement]:

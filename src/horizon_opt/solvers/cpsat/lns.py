@@ -21,10 +21,14 @@ import horizon_opt.solvers.cpsat.starts as starts
 from horizon_opt.model.instance import Pool
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.guide import LpGuide
-from horizon_opt.solvers.cpsat.incumbent import Incumbent
+from horizon_opt.solvers.cpsat.incumbent import Incumbent, weighted_ends
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, room_beside
 from horizon_opt.solvers.cpsat.search import Search
 from horizon_opt.solvers.listsched import inherited_ranks, priority_large_first
+
+# Whole-horizon windows in a row that free no job before the search stops: with an open end it
+# never stops at the proven pwo, and a state may leave no job to move.
+EMPTY_DRAWS = 20
 
 
 class Lns:
@@ -299,8 +303,8 @@ class Lns:
         found = nm.extract(solver)
         before = sum(p.earned(inst) for p in sub.hint.values())
         after = sum(p.earned(inst) for p in found.values())
-        ends_before = sum(p.end(inst) for p in sub.hint.values())
-        ends_after = sum(p.end(inst) for p in found.values())
+        ends_before = weighted_ends(inst, sub.hint.values())
+        ends_after = weighted_ends(inst, found.values())
         improved = after > before + 1e-9
         if improved or (after >= before - 1e-9 and ends_after <= ends_before):
             self.inc.replace(sub.jobs, found)
@@ -322,7 +326,8 @@ class Lns:
         # second worker, and twice as many of them are tried.
         pairs = search.lns_workers >= 2 and not budget.deterministic
         next_eject = budget.spent()
-        while not search.only_bound_time_left() and not search.proven(inc):
+        empty = 0  # whole-horizon windows in a row that freed no job
+        while not search.only_bound_time_left() and not search.settled(inc):
             if search.pool_solution is not None:  # the background pool-level model is done
                 starts.pool_start(search, inc)
                 continue
@@ -332,8 +337,13 @@ class Lns:
                 continue
             sub = self.neighbourhood(n_nodes, width, max_free)
             if sub is None:
+                budget.charge(params.deterministic_per_subproblem)  # (a deterministic clock)
+                empty = empty + 1 if width >= self.inst.slots else 0
+                if empty >= EMPTY_DRAWS:  # whole-horizon windows free no job: none to move
+                    break
                 width = min(self.inst.slots, width * 2)
                 continue
+            empty = 0
             subs = [sub]
             if pairs:
                 other = self.neighbourhood(n_nodes, width, max_free, avoid=sub)

@@ -77,10 +77,24 @@ def value_scale(instance: Instance) -> float:
         if all(abs(v * exact - round(v * exact)) < 1e-6 for v in values):
             scale = exact
             break
-    weight = 1 + len(instance.jobs) * instance.slots  # the largest tie-break weight
+    weight = 1 + END_WEIGHT_STEPS * len(instance.jobs) * instance.slots  # the largest tie weight
     while scale > 1e-300 and sum(value_units(v, scale) for v in values) * weight > MAX_OBJECTIVE:
         scale /= 10
     return scale
+
+
+END_WEIGHT_STEPS = 1000  # a job's end-slot weight in the tie-break is 1 to this, by value
+
+
+def end_weights(instance: Instance) -> tuple[int, ...]:
+    """Per job, the weight of its end slot in the tie-break: its value on a scale of 1 to
+    `END_WEIGHT_STEPS`. Plans of equal pwo then rank by value-weighted completion, so the
+    most valuable work per GPU-hour comes first (Smith's rule); with an open end, where every
+    job can end in time, this is what ranks plans at all."""
+    top = max((j.value for j in instance.jobs), default=0.0)
+    if top <= 0:
+        return tuple(1 for _ in instance.jobs)
+    return tuple(max(1, round(END_WEIGHT_STEPS * j.value / top)) for j in instance.jobs)
 
 
 def value_units(value: float, scale: float) -> int:
@@ -105,6 +119,7 @@ class NodeModel:
         self.sub = sub
         self.model = cp_model.CpModel()
         self.scale = scale
+        self.end_weights = end_weights(instance)
         self.node_row = {n: r for r, n in enumerate(sub.nodes)}
         self.start: dict[int, cp_model.IntVar] = {}
         self.end: dict[int, cp_model.IntVar] = {}
@@ -362,7 +377,8 @@ class NodeModel:
     def _objective(self) -> None:
         """max scale*value*present*M - sum(end), with M > the largest possible sum of ends; a
         kept promise adds its bonus's units."""
-        self.tie_weight = 1 + sum(self.sub.latest_end[j] for j in self.on_pool)
+        weights = self.end_weights
+        self.tie_weight = 1 + sum(weights[j] * self.sub.latest_end[j] for j in self.on_pool)
         terms = []
         for j, lits in self.on_time.items():
             coef = value_units(self.inst.jobs[j].value, self.scale) * self.tie_weight
@@ -371,7 +387,7 @@ class NodeModel:
             bonus = self.inst.jobs[j].promise.bonus  # type: ignore[union-attr]
             if bonus > 0:
                 terms.append(value_units(bonus, self.scale) * self.tie_weight * k)
-        ends = [self.end[j] for j in self.on_pool]
+        ends = [weights[j] * self.end[j] for j in self.on_pool]
         self.model.maximize(sum(terms) - sum(ends))
 
     def _hint(self) -> None:
@@ -476,5 +492,5 @@ class NodeModel:
     def units_bound(self, objective_bound: float) -> int:
         """objective = M * units - sum(ends) with 0 <= sum(ends) <= sum(latest_end) < M, and units
         is an integer, so units <= floor((objective bound + sum(latest_end)) / M)."""
-        ends_max = sum(self.sub.latest_end[j] for j in self.on_pool)
+        ends_max = sum(self.end_weights[j] * self.sub.latest_end[j] for j in self.on_pool)
         return int((math.floor(objective_bound) + ends_max) // self.tie_weight)

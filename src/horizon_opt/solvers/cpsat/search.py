@@ -34,6 +34,8 @@ class Search:
         self.scale = value_scale(instance)
         self.layout: Layout = elastic_layout(instance)  # the plan's inference layout
         self.est = earliest_starts(instance)
+        # With an open end every job can end in time: plans rank by when work ends.
+        self.open_end = instance.written_slots is not None
         self.build_seconds = 0.0
         self.bound: float | None = None  # the best proven bound so far
         self.bound_source: str | None = None  # what proved it: lp, mip, pool-cpsat, node-cpsat
@@ -69,6 +71,11 @@ class Search:
         """The incumbent's pwo reaches the best proven bound so far."""
         self.take_background_bound()
         return self.bound is not None and inc.value() >= self.bound - 1e-6 * max(1.0, self.bound)
+
+    def settled(self, inc: Incumbent) -> bool:
+        """Nothing left to search for: the pwo is proven, and no open end leaves the tie-break
+        (when work ends) to improve."""
+        return not self.open_end and self.proven(inc)
 
     def only_bound_time_left(self) -> bool:
         """The budget is spent, but for what is kept to tighten the bound at the end."""

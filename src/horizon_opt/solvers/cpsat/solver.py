@@ -75,7 +75,7 @@ def _optimize(search: Search, inc: Incumbent) -> float | None:
         search.report(inc)
     if small:
         exact.run(search, inc)
-    if relaxation is not None and not search.proven(inc) and not budget.out_of_time():
+    if relaxation is not None and not search.settled(inc) and not budget.out_of_time():
         bounding.plan_tightening(search, relaxation)
         guide = lp_guide(relaxation, search.params.selected_share)
         if guide is not None and not budget.out_of_time():

@@ -28,6 +28,7 @@ from horizon_opt.solvers.cpsat.incumbent import (
     Incumbent,
     fitting_placements,
     placements_from_plan,
+    weighted_ends,
 )
 from horizon_opt.solvers.cpsat.search import Search
 from horizon_opt.solvers.fifo import fifo_placements
@@ -49,14 +50,14 @@ def initial(search: Search) -> Incumbent:
     for name, placements in candidates:
         inc = Incumbent(inst, free, placements)
         search.write_log(f"start candidate {name}: pwo {inc.value():.3f}")
-        if best is None or inc.value() > best.value() + 1e-9:
+        if best is None or best.beaten_by(inc.value(), inc.weighted_ends()):
             best = inc
     assert best is not None
     own = None if hint is None else plan_layout(inst, hint)
     if hint is not None and own is not None:
         inc = Incumbent(inst, own.free, placements_from_plan(inst, hint, own.free))
         search.write_log(f"start candidate {hint.solver}, its own layout: pwo {inc.value():.3f}")
-        if inc.value() > best.value() + 1e-9:
+        if best.beaten_by(inc.value(), inc.weighted_ends()):
             search.layout = own
             best = inc
     return best
@@ -68,15 +69,18 @@ def pool_start(search: Search, inc: Incumbent) -> None:
     When the list scheduling does not pack a solved model's runs, on instances small enough
     for the full model, CP-SAT places them with the inference replicas decided too
     (`exact.pack_runs`). A solution worth no more than the incumbent is not tried: it would
-    lead to a plan no better."""
+    lead to a plan no better (with an open end, one worth as much may end its work sooner)."""
     solution, search.pool_solution = search.pool_solution, None
-    if solution is None or solution.value <= inc.value() + 1e-9:
+    if solution is None:
         return
-    if not search.proven(inc) and not search.only_bound_time_left():
+    worth, tol = solution.value - inc.value(), 1e-9 * max(1.0, inc.value())
+    if worth < -tol or (worth <= tol and not search.open_end):  # (open end: it may end sooner)
+        return
+    if not search.settled(inc) and not search.only_bound_time_left():
         guided_start(search, inc, solution_guide(search.inst, solution.runs), "pool-guided")
         search.report(inc)
     packable = search.pool_closed and exact.fits(search)
-    if packable and not search.proven(inc) and not search.budget.out_of_time():
+    if packable and not search.settled(inc) and not search.budget.out_of_time():
         limit = search.budget.remaining() * search.params.full_model_share
         exact.pack_runs(search, inc, solution.runs, limit)
         search.report(inc)
@@ -123,6 +127,6 @@ def guided_start(search: Search, inc: Incumbent, guide: LpGuide, name: str = "LP
         f"start candidate {name}, squeaky wheel: pwo {value:.3f} ({passes} passes, "
         f"{time.perf_counter() - started:.2f}s)"
     )
-    if value > inc.value() + 1e-9:  # (value >= found: the passes start from that plan)
+    if inc.beaten_by(value, weighted_ends(inst, placements)):
         search.layout = layout  # the plan's inference layout from now on
         inc.rebase(layout.free, {p.job: p for p in placements})
