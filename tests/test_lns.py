@@ -189,3 +189,17 @@ def test_the_lp_stops_after_its_steps() -> None:
 def test_repeatable_needs_one_worker() -> None:
     with pytest.raises(ValueError, match="one worker"):
         ho.SolveOptions(workers=2, repeatable=True)
+
+
+def test_a_search_whose_neighbourhoods_free_no_job_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With an open end the search does not stop at the proven pwo; when no window frees a job
+    (a state whose every job is placed), it stops anyway: no neighbourhood charges the
+    repeatable budget, so it would otherwise never run out."""
+    from horizon_opt.solvers.cpsat.lns import Lns
+
+    monkeypatch.setattr(Lns, "neighbourhood", lambda self, *args, **kwargs: None)
+    inst = build(
+        {**INSTANCES["trough"], "horizon": {**INSTANCES["trough"]["horizon"], "open_end": True}}
+    )
+    plan = ho.solve(inst, "cpsat", time_limit=3600.0, workers=1, seed=0, params=LNS_ONLY)
+    assert ho.check(inst, plan) == []

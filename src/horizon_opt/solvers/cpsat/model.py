@@ -13,7 +13,8 @@ placeable on concrete GPUs (see `assemble.gpu_indices`). When the subproblem ask
 summing to `req` at each slot, and per node and slot a one-slot interval whose demand is those
 replicas' GPUs, in the same cumulative. Objective: the scaled value of the jobs
 that end on time (a job may also run late, for no value, when a successor needs it), minus the
-sum of end slots as a tie-break that is scaled never to outweigh one unit of value.
+value-weighted sum of end slots (`end_weights`) as a tie-break that is scaled never to outweigh
+one unit of value.
 """
 
 from __future__ import annotations
@@ -375,8 +376,8 @@ class NodeModel:
         return promise.pool in pools and promise.start <= self.sub.latest_end[j] - d
 
     def _objective(self) -> None:
-        """max scale*value*present*M - sum(end), with M > the largest possible sum of ends; a
-        kept promise adds its bonus's units."""
+        """max scale*value*present*M - sum(w*end), with M > the largest possible sum(w*end) and
+        w the job's `end_weights`; a kept promise adds its bonus's units."""
         weights = self.end_weights
         self.tie_weight = 1 + sum(weights[j] * self.sub.latest_end[j] for j in self.on_pool)
         terms = []
@@ -486,11 +487,11 @@ class NodeModel:
         return self.units_bound(solver.best_objective_bound)
 
     def units_of(self, objective: float) -> int:
-        """The value units of a solution: objective = M * units - sum(ends), 0 <= sum(ends) < M."""
+        """The value units of a solution: objective = M * units - sum(w*end), 0 <= that < M."""
         return int(-(-round(objective) // self.tie_weight))
 
     def units_bound(self, objective_bound: float) -> int:
-        """objective = M * units - sum(ends) with 0 <= sum(ends) <= sum(latest_end) < M, and units
-        is an integer, so units <= floor((objective bound + sum(latest_end)) / M)."""
+        """objective = M * units - sum(w*end) with 0 <= sum(w*end) <= sum(w*latest_end) < M, and
+        units is an integer, so units <= floor((objective bound + sum(w*latest_end)) / M)."""
         ends_max = sum(self.end_weights[j] * self.sub.latest_end[j] for j in self.on_pool)
         return int((math.floor(objective_bound) + ends_max) // self.tie_weight)

@@ -74,8 +74,8 @@ class Search:
 
     def settled(self, inc: Incumbent) -> bool:
         """Nothing left to search for: the pwo is proven, and no open end leaves the tie-break
-        (when work ends) to improve."""
-        return not self.open_end and self.proven(inc)
+        (when work ends) to improve, or there is no job to plan."""
+        return self.proven(inc) and (not self.open_end or not self.inst.jobs)
 
     def only_bound_time_left(self) -> bool:
         """The budget is spent, but for what is kept to tighten the bound at the end."""
