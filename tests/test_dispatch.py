@@ -8,7 +8,10 @@ import numpy as np
 from horizon_opt.model.compiler import compile_instance
 from horizon_opt.model.instance import Gang, Instance
 from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.inference import elastic_layout
 from horizon_opt.simulate.dispatch import reseat
+from horizon_opt.simulate.serving import Serving
+from horizon_opt.simulate.world import World
 
 
 def _instance() -> Instance:
@@ -44,3 +47,22 @@ def test_a_planned_job_that_ends_before_the_run_starts_is_no_obstacle() -> None:
     planned = [(0, 2, {0: tuple(range(8))}), (5, 8, {1: tuple(range(8))})]
     got = reseat(inst, 0, Gang(2, 8, True), (2, 5), np.array([0, 0]), {}, none, planned)
     assert got == {0: tuple(range(8)), 1: tuple(range(8))}
+
+
+def test_replicas_above_the_forecast_leave_a_starting_gang_its_gpus() -> None:
+    # One pool of two 8-GPU nodes, a 4-GPU replica with demand 0 forecast (nothing reserved),
+    # and 1.5 replicas really wanted at slot 0: two extra replicas, 8 GPUs. A gang the plan
+    # starts now takes node 0 whole, so they go to node 1; with no start planned, first fit
+    # puts them on node 0.
+    pools = [{"name": "p", "gpu_type": "H100", "nodes": 2, "gpus_per_node": 8}]
+    services = [{"name": "chat", "pool": "p", "gpus_per_replica": 4, "demand": [0, 0]}]
+    spec = {"name": "serve", "horizon": {"slots": 2}, "pools": pools, "services": services}
+    inst = compile_instance(parse_spec(spec))
+    world = World(run_share={}, fails=frozenset(), demand=(np.array([1.5, 0.0]),))
+    idle = np.zeros(2, dtype=np.int64)
+    for starting, extra in ((np.array([8, 0]), [0, 8]), (None, [8, 0])):
+        serving = Serving(inst, world)
+        serving.adopt(elastic_layout(inst))
+        _, wanted, short, preempted = serving.serve(0, lambda: idle, lambda p, t: False, starting)
+        assert (wanted, short, preempted) == (1.5, 0.0, False)
+        assert serving.extra.tolist() == extra

@@ -1,6 +1,8 @@
 """Inference in a replay's world: the plan's reservation, the replicas that ran and the demand
 they served. Each slot the world's demand takes the reserved replicas first, then free GPUs
-(`extra`), then preempts batch work through the replayer."""
+(`extra`), then preempts batch work through the replayer. Extra replicas take free GPUs that
+no start planned at the slot is about to take before those that one is: a replica that lands
+on a starting gang's GPUs blocks it, while GPUs beside it may sit idle."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from horizon_opt.model.instance import FloatArray, Instance, IntArray
+from horizon_opt.model.instance import FloatArray, Instance, IntArray, Service
 from horizon_opt.plans.inference import Layout
 from horizon_opt.simulate.world import World
 
@@ -39,11 +41,16 @@ class Serving:
         self.replicas = {s.index: layout.replicas[s.index].sum(axis=0) for s in inst.services}
 
     def serve(
-        self, t: int, batch_gpus: Callable[[], IntArray], preempt: Callable[[int, int], bool]
+        self,
+        t: int,
+        batch_gpus: Callable[[], IntArray],
+        preempt: Callable[[int, int], bool],
+        starting: IntArray | None = None,
     ) -> tuple[float, float, float, bool]:
-        """Inference at `t`: the reserved replicas first, then free GPUs, then `preempt(pool,
-        t)` of batch work. Returns (GPUs serving demand, replicas of demand, replicas of demand
-        short, whether a job was preempted)."""
+        """Inference at `t`: the reserved replicas first, then free GPUs (those that `starting`,
+        [N] GPUs the plan's starts at `t` take, leaves first), then `preempt(pool, t)` of batch
+        work. Returns (GPUs serving demand, replicas of demand, replicas of demand short,
+        whether a job was preempted)."""
         serving = demand = short = 0.0
         preempted = False
         self.extra = np.zeros(self.inst.num_nodes, dtype=np.int64)
@@ -55,17 +62,8 @@ class Serving:
             ran = self.ran_replicas[s.index][:, t]
             ran += self.layout_replicas[s.index][:, t]
             while missing > 0:
-                free = (
-                    self.inst.capacity[rows, t]
-                    - batch_gpus()[rows]
-                    - self.reserved[rows, t]
-                    - self.extra[rows]
-                )
-                for k, n in enumerate(rows):
-                    fit = min(int(free[k]) // s.gpus_per_replica, missing)
-                    self.extra[n] += fit * s.gpus_per_replica
-                    ran[k] += fit
-                    missing -= fit
+                for keep in (starting, None):
+                    missing = self._extra(s, t, rows, missing, ran, batch_gpus(), keep)
                 if missing == 0 or not preempt(s.pool, t):
                     break
                 preempted = True
@@ -75,3 +73,25 @@ class Serving:
             demand += actual
             short += actual - got
         return serving, demand, short, preempted
+
+    def _extra(
+        self,
+        s: Service,
+        t: int,
+        rows: list[int],
+        missing: int,
+        ran: IntArray,
+        batch: IntArray,
+        keep: IntArray | None,
+    ) -> int:
+        """Place up to `missing` replicas of `s` on free GPUs of `rows`, leaving `keep` GPUs per
+        node free; returns how many are still missing."""
+        free = self.inst.capacity[rows, t] - batch[rows] - self.reserved[rows, t] - self.extra[rows]
+        if keep is not None:
+            free = free - keep[rows]
+        for k, n in enumerate(rows):
+            fit = min(max(int(free[k]), 0) // s.gpus_per_replica, missing)
+            self.extra[n] += fit * s.gpus_per_replica
+            ran[k] += fit
+            missing -= fit
+        return missing
