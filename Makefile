@@ -40,7 +40,7 @@ demo: $(DEMO_STAMP)
 	$(BIN)/horizon-opt run instances/demo-run.yaml
 	head -n 7 demo-output/run-state/current/actions.sh
 
-# The real-Slurm tests (tests/test_real_slurm.py) need Debian's slurm-wlm and munge: installed
+# The real-Slurm tests (tests/e2e/test_real_slurm.py) need Debian's slurm-wlm and munge: installed
 # here when running as root and missing (the package lists are fetched only if the install
 # cannot find them). Elsewhere those tests skip and say why.
 slurm-packages:

@@ -1,0 +1,103 @@
+"""The benchmark scripts and `bench --summary-only` write into the ignored bench-results/ unless
+told otherwise (`--out`): a run never rewrites the committed benchmarks/results/ by default, and
+no script reads anything outside the repository."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from horizon_opt.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = [
+    "causes",
+    "forecast",
+    "left_shift",
+    "optimizer",
+    "prices",
+    "replan",
+    "state",
+    "steps",
+    "teams",
+]
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"bench_{name}", ROOT / "benchmarks" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_results_is_ignored_by_git() -> None:
+    assert "bench-results/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_a_script_writes_into_bench_results_by_default(name: str) -> None:
+    out = load(name).DEFAULT_OUT
+    assert out.parent == ROOT / "bench-results", out
+    text = (ROOT / "benchmarks" / f"{name}.py").read_text()
+    assert '"--out"' in text  # every script takes --out
+
+
+def test_forecast_reads_the_packaged_traces_and_runs(tmp_path: Path) -> None:
+    module = load("forecast")
+    assert (
+        module.TRACES.is_relative_to(ROOT) and (module.TRACES / "inference_servegen.csv").is_file()
+    )
+    assert os.access(ROOT / "benchmarks" / "forecast.py", os.X_OK)
+    out = tmp_path / "forecast.md"
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "forecast.py"),
+            "--no-library",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    assert out.read_text().startswith("# Demand forecasts")
+
+
+def test_bench_summary_only_reads_and_writes_bench_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inst = {
+        "name": "one",
+        "horizon": {"slots": 4},
+        "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 8}],
+        "jobs": [{"id": "a", "priority": 1, "gpus": 8, "duration": 2}],
+    }
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "one.yaml").write_text(yaml.safe_dump(inst))
+    suite = tmp_path / "benchmarks" / "mine.yaml"
+    suite.write_text(yaml.safe_dump({"solvers": ["fifo"], "instances": ["one.yaml"]}))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["bench", str(suite), "--summary-only", "--no-charts"])
+    assert result.exit_code == 2 and "bench-results/mine/results.csv" in result.output
+    result = CliRunner().invoke(app, ["bench", str(suite), "--no-charts"])
+    assert result.exit_code == 0, result.output
+    summary = tmp_path / "bench-results" / "mine" / "summary.md"
+    summary.unlink()
+    result = CliRunner().invoke(app, ["bench", str(suite), "--summary-only", "--no-charts"])
+    assert result.exit_code == 0, result.output
+    assert summary.is_file() and not (tmp_path / "benchmarks" / "results").exists()
