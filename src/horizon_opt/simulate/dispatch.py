@@ -36,6 +36,15 @@ class PlannedStarts:
         self.seats[job] = (pool, gpus)
         self.ends[job] = end
 
+    def gpus_at(self, t: int, made: Collection[int], nodes: int) -> IntArray:
+        """[nodes] GPUs that the starts at `t` take, but those `made` already."""
+        gpus = np.zeros(nodes, dtype=np.int64)
+        for j in self.at.get(t, []):
+            if j not in made:
+                for n, g in self.seats[j][1].items():
+                    gpus[n] += len(g)
+        return gpus
+
     def others(self, job: int, t: int, made: Collection[int]) -> list[tuple[int, int, Gpus]]:
         """(start, end, GPUs) of the starts from `t` on but `job`'s and those `made` already."""
         return [

@@ -413,15 +413,6 @@ class _Replayer:
                 held[n].update(g)
         return blocked
 
-    def starting_gpus(self, t: int) -> IntArray:
-        """[N] GPUs that the plan's starts at `t` take (jobs not yet running or gone)."""
-        gpus = np.zeros(self.inst.num_nodes, dtype=np.int64)
-        for j in self.planned.at.get(t, []):
-            if j not in self.gone and j not in self.running:
-                for n, g in self.planned.seats[j][1].items():
-                    gpus[n] += len(g)
-        return gpus
-
     def reseat(
         self, j: int, t: int, used: IntArray, held: dict[int, set[int]]
     ) -> dict[int, tuple[int, ...]] | None:
@@ -452,7 +443,10 @@ class _Replayer:
                 self.decide(t, due)
             self.reclaim_for_inference(t)
             served, wanted, missing, preempted = self.serving.serve(
-                t, self.batch_gpus, self.preempt_one, self.starting_gpus(t)
+                t,
+                self.batch_gpus,
+                self.preempt_one,
+                self.planned.gpus_at(t, self.running.keys() | self.gone, inst.num_nodes),
             )
             blocked = self.start_jobs(t)
             event = preempted or blocked

@@ -122,7 +122,7 @@ def pack_runs(
     found = nm.extract(solver)
     value = sum(p.earned(inst) for p in found.values())
     search.write_log(f"pool-level runs packed with the replicas decided: pwo {value:.3f}")
-    if not inc.beaten_by(value, weighted_ends(inst, found.values())):
+    if not inc.beaten_by(value, weighted_ends(inst, search.end_weights, found.values())):
         return False
     search.layout = nm.extract_layout(solver)
     inc.rebase(search.layout.free, found)

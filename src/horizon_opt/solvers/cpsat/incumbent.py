@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +23,7 @@ class Incumbent:
 
     def __post_init__(self) -> None:
         self.version = 0  # counts changes, for caches of derived data
+        self.end_weights = end_weights(self.instance)
         self._count_used()
 
     def _count_used(self) -> None:
@@ -58,16 +59,17 @@ class Incumbent:
         return sum(p.earned(self.instance) for p in self.placements.values())
 
     def weighted_ends(self) -> int:
-        return weighted_ends(self.instance, self.placements.values())
+        return weighted_ends(self.instance, self.end_weights, self.placements.values())
 
     def beaten_by(self, value: float, ends: int) -> bool:
         """A plan of pwo `value` and weighted end sum `ends` ranks above this one."""
         return ranks_above(value, ends, self.value(), self.weighted_ends())
 
 
-def weighted_ends(instance: Instance, placements: Iterable[Placement]) -> int:
-    """The tie-break's value-weighted sum of end slots (`model.end_weights`)."""
-    weights = end_weights(instance)
+def weighted_ends(
+    instance: Instance, weights: Sequence[int], placements: Iterable[Placement]
+) -> int:
+    """The tie-break's value-weighted sum of end slots (`weights`: `model.end_weights`)."""
     return sum(weights[p.job] * p.end(instance) for p in placements)
 
 

@@ -303,8 +303,9 @@ class Lns:
         found = nm.extract(solver)
         before = sum(p.earned(inst) for p in sub.hint.values())
         after = sum(p.earned(inst) for p in found.values())
-        ends_before = weighted_ends(inst, sub.hint.values())
-        ends_after = weighted_ends(inst, found.values())
+        weights = self.search.end_weights
+        ends_before = weighted_ends(inst, weights, sub.hint.values())
+        ends_after = weighted_ends(inst, weights, found.values())
         improved = after > before + 1e-9
         if improved or (after >= before - 1e-9 and ends_after <= ends_before):
             self.inc.replace(sub.jobs, found)

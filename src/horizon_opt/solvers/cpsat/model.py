@@ -115,12 +115,14 @@ def placement_units(instance: Instance, p: Placement, scale: float) -> int:
 class NodeModel:
     """Builds the CP-SAT model of a subproblem: variables, constraints, objective, hint."""
 
-    def __init__(self, instance: Instance, sub: Subproblem, scale: float) -> None:
+    def __init__(
+        self, instance: Instance, sub: Subproblem, scale: float, weights: Sequence[int]
+    ) -> None:
         self.inst = instance
         self.sub = sub
         self.model = cp_model.CpModel()
         self.scale = scale
-        self.end_weights = end_weights(instance)
+        self.end_weights = weights  # `end_weights(instance)`, computed once by the search
         self.node_row = {n: r for r, n in enumerate(sub.nodes)}
         self.start: dict[int, cp_model.IntVar] = {}
         self.end: dict[int, cp_model.IntVar] = {}

@@ -15,7 +15,7 @@ from horizon_opt.plans.inference import Layout, elastic_layout
 from horizon_opt.relaxation.pool_model import PoolSolution
 from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
-from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, value_scale
+from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, end_weights, value_scale
 from horizon_opt.solvers.cpsat.runner import Runner
 from horizon_opt.solvers.options import Progress, SolveOptions
 
@@ -32,6 +32,7 @@ class Search:
         self.runner = Runner(self.budget, self.write_log if log is not None else None)
         self.rng = np.random.default_rng(options.seed)
         self.scale = value_scale(instance)
+        self.end_weights = end_weights(instance)  # the tie-break's, once per search
         self.layout: Layout = elastic_layout(instance)  # the plan's inference layout
         self.est = earliest_starts(instance)
         # With an open end every job can end in time: plans rank by when work ends.
@@ -83,6 +84,6 @@ class Search:
 
     def build(self, sub: Subproblem) -> NodeModel:
         started = time.perf_counter()
-        nm = NodeModel(self.inst, sub, self.scale)
+        nm = NodeModel(self.inst, sub, self.scale, self.end_weights)
         self.build_seconds += time.perf_counter() - started
         return nm

@@ -127,6 +127,6 @@ def guided_start(search: Search, inc: Incumbent, guide: LpGuide, name: str = "LP
         f"start candidate {name}, squeaky wheel: pwo {value:.3f} ({passes} passes, "
         f"{time.perf_counter() - started:.2f}s)"
     )
-    if inc.beaten_by(value, weighted_ends(inst, placements)):
+    if inc.beaten_by(value, weighted_ends(inst, search.end_weights, placements)):
         search.layout = layout  # the plan's inference layout from now on
         inc.rebase(layout.free, {p.job: p for p in placements})
