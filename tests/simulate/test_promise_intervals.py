@@ -67,3 +67,18 @@ def test_overdue_promises_count_and_promises_not_yet_due_do_not() -> None:
     assert lateness_shares([0.0] * 5 + [1.0] * 5, [2.0] * 10 + [-0.5] * 3) == (1.5, 2.0)
     # Fewer than MIN_RESOLVED came true or are overdue.
     assert lateness_shares([0.2] * 5, [0.3] * 4 + [-0.5] * 9) == (0.0, 1.0)
+
+
+def test_a_job_cancelled_before_it_starts_voids_its_promise() -> None:
+    """Promised 4 and 8; job 1 is cancelled (a job it waited for failed) before it starts: its
+    promise leaves the book, so only job 0's counts (started at 5, by its P90 of 8)."""
+    book = PromiseBook()
+    book.promise(0, 0, 4)
+    book.promise(1, 0, 8)
+    book.start(0, 5)
+    book.cancel(1)
+    book.promise(1, 2, 9)  # a void job is promised nothing again
+    book.cancel(0)  # started: its promise stands
+    assert book.first.keys() == {0}
+    assert book.waiting() == {}
+    assert book.figures(20, 0.5) == (1, 0.5, 0.5, 1.0)

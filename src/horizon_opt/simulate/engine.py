@@ -252,6 +252,7 @@ class _Replayer:
         for s in self.inst.successors[j]:
             if s not in self.gone:
                 self.gone.add(s)
+                self.book.cancel(s)
                 self.cancelled += 1
                 self.cancel_after(s)
 

@@ -5,7 +5,8 @@ A plan's predicted start trusts every run time it planned on; in the world, jobs
 late, arrive, fail and are preempted, so starts move. How much they moved is history the
 replay has, as a production scheduler has: each promise's lateness over the promises made
 before it that have resolved (the job started) or are already overdue. A promised job that
-never starts counts as starting at the horizon's end.
+never starts counts as starting at the horizon's end; one cancelled before it starts (a job it
+waited for failed) leaves the book, as it leaves a real queue: its promise is void, not broken.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ class PromiseBook:
 
     first: dict[int, Promise] = field(default_factory=dict)
     started: dict[int, int] = field(default_factory=dict)
+    void: set[int] = field(default_factory=set)  # cancelled before they started
 
     def promise(self, job: int, made: int, predicted: int) -> None:
         """The plan made at `made` predicts `job` starts at `predicted` (kept if the first)."""
-        if job in self.first or job in self.started:
+        if job in self.first or job in self.started or job in self.void:
             return
         lead = max(predicted - made, 1)
         p50, p90 = lateness_shares(*self._lateness(made))
@@ -50,6 +52,12 @@ class PromiseBook:
 
     def start(self, job: int, t: int) -> None:
         self.started.setdefault(job, t)
+
+    def cancel(self, job: int) -> None:
+        """`job` left the queue before it started: its promise, if any, leaves the book."""
+        if job not in self.started:
+            self.first.pop(job, None)
+            self.void.add(job)
 
     def waiting(self) -> dict[int, int]:
         """Promised jobs not started yet -> their predicted start."""
