@@ -64,6 +64,11 @@ class SearchParams:
     """After the compaction, place the jobs the plan leaves out where they fit and end on time
     (`compact.fill_gaps`)."""
 
+    # -- the order of equal plans ---------------------------------------------------------------
+    value_order: bool = True
+    """Plans of equal pwo rank by their end slots weighted by value (`model.end_weights`), so
+    valuable work ends first; False weighs every job alike (an ablation of the loop's order)."""
+
     # -- the full model -------------------------------------------------------------------------
     full_model_max_intervals: int = 4_000
     """Above this many (job, candidate node) intervals, no full model (nor its packing of a solved

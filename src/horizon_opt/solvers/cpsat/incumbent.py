@@ -20,10 +20,11 @@ class Incumbent:
     instance: Instance
     free: IntArray  # [N, S] left by the inference layout
     placements: dict[int, Placement] = field(default_factory=dict)
+    weights: tuple[int, ...] | None = None  # the tie-break's end weights (None: by value)
 
     def __post_init__(self) -> None:
         self.version = 0  # counts changes, for caches of derived data
-        self.end_weights = end_weights(self.instance)
+        self.end_weights = self.weights or end_weights(self.instance)
         self._count_used()
 
     def _count_used(self) -> None:

@@ -87,13 +87,13 @@ def value_scale(instance: Instance) -> float:
 END_WEIGHT_STEPS = 1000  # a job's end-slot weight in the tie-break is 1 to this, by value
 
 
-def end_weights(instance: Instance) -> tuple[int, ...]:
+def end_weights(instance: Instance, by_value: bool = True) -> tuple[int, ...]:
     """Per job, the weight of its end slot in the tie-break: its value on a scale of 1 to
     `END_WEIGHT_STEPS`. Plans of equal pwo then rank by value-weighted completion, so the
     most valuable work per GPU-hour comes first (Smith's rule); with an open end, where every
-    job can end in time, this is what ranks plans at all."""
+    job can end in time, this is what ranks plans at all. Not `by_value`: 1 for every job."""
     top = max((j.value for j in instance.jobs), default=0.0)
-    if top <= 0:
+    if top <= 0 or not by_value:
         return tuple(1 for _ in instance.jobs)
     return tuple(max(1, round(END_WEIGHT_STEPS * j.value / top)) for j in instance.jobs)
 
