@@ -41,6 +41,7 @@ from horizon_opt.plans.comparison_table import Column, compare_columns, to_text
 from horizon_opt.plans.diff import PlanDiff, job_lists, jobs_line, plan_diff
 from horizon_opt.plans.metrics import evaluate
 from horizon_opt.plans.plan import Plan, Status
+from horizon_opt.plans.tolerance import reaches
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.solvers.assemble import stamp
 from horizon_opt.times import parse_time
@@ -439,7 +440,7 @@ def _as_changed(after: Instance, base: Plan, changed: Plan) -> Plan:
     bound = changed.bound
     status: Status = "heuristic"
     if bound is not None:
-        status = "optimal" if value >= bound - 1e-6 * max(1.0, bound) else "feasible"
+        status = "optimal" if reaches(value, bound) else "feasible"
     draft = base.model_copy(update={"status": status, "churn": None})
     return stamp(
         after,

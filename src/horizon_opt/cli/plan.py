@@ -39,6 +39,7 @@ from horizon_opt.plans.check import check, ensure_valid
 from horizon_opt.plans.diff import format_diff, plan_diff
 from horizon_opt.plans.metrics import evaluate
 from horizon_opt.plans.plan import Plan
+from horizon_opt.plans.tolerance import same
 from horizon_opt.solvers import SOLVERS, solve
 
 
@@ -204,7 +205,7 @@ def check_cmd(
     typer.echo(
         f"VALID: {len(plan.assignments)} jobs assigned, {len(plan.unscheduled)} unscheduled, pwo {pwo:,.2f}"
     )
-    if abs(pwo - plan.objective) > 1e-6 * max(1.0, abs(pwo)):
+    if not same(pwo, plan.objective):
         typer.echo(
             f"warning: the plan reports objective {plan.objective:,.2f}, recomputed pwo is {pwo:,.2f}"
         )

@@ -22,6 +22,7 @@ from horizon_opt.model.instance import Instance, topological_order
 from horizon_opt.plans.inference import Layout
 from horizon_opt.plans.metrics import evaluate
 from horizon_opt.plans.plan import Assignment, InferenceBlock, Plan, Status, Unscheduled
+from horizon_opt.plans.tolerance import reaches
 from horizon_opt.solvers.causes import Cause
 
 
@@ -225,7 +226,7 @@ def stamp(
     metrics = evaluate(instance, draft)
     objective = metrics.pwo
     if bound is not None:
-        if bound < objective - 1e-6 * max(1.0, abs(objective)):
+        if not reaches(bound, objective):
             # A bound below a valid plan proves nothing: drop it, keep the plan.
             warnings.warn(
                 f"{draft.solver}: the bound {bound:g} ({bound_source or 'unnamed'}) is below the "

@@ -29,6 +29,7 @@ from horizon_opt.model.instance import Instance, IntArray, topological_order
 from horizon_opt.model.teams import quota_profile
 from horizon_opt.plans.inference import Layout, plan_layout
 from horizon_opt.plans.plan import Plan, Status
+from horizon_opt.plans.tolerance import reaches
 from horizon_opt.solvers.assemble import Placement, build_plan, plan_placements, stamp
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.grid import CapacityGrid, Fit, earliest_start
@@ -294,7 +295,7 @@ def quotas_kept(instance: Instance, plan: Plan) -> Plan:
     draft = build_plan(instance, plan.solver, kept, layout, reasons, started=started, fixed=fixed)
     pwo = draft.objective
     status: Status = plan.status
-    if plan.bound is not None and pwo < plan.bound - 1e-6 * max(1.0, plan.bound):
+    if plan.bound is not None and not reaches(pwo, plan.bound):
         status = "feasible"
     return stamp(
         instance,

@@ -23,6 +23,7 @@ from dataclasses import replace
 from horizon_opt.model.instance import Instance
 from horizon_opt.plans.inference import elastic_layout, static_peak_layout
 from horizon_opt.plans.plan import Plan, Status
+from horizon_opt.plans.tolerance import reaches
 from horizon_opt.relaxation import proven_bound
 from horizon_opt.solvers.assemble import build_plan
 from horizon_opt.solvers.compact import fill_gaps
@@ -65,7 +66,7 @@ def quota_first(
         seconds = max(1.0, RELAXED_BOUND_SHARE * options.time_limit)
         bound, source = proven_bound(instance, seconds).value, "lp"
     pwo = sum(p.earned(instance) for p in chosen)
-    optimal = bound is not None and pwo >= bound - 1e-6 * max(1.0, bound)
+    optimal = bound is not None and reaches(pwo, bound)
     status: Status = "optimal" if optimal else "feasible"
     why = "the search did not place it there in its time"
     return build_plan(

@@ -12,6 +12,7 @@ import numpy as np
 
 from horizon_opt.model.instance import Instance, earliest_starts
 from horizon_opt.plans.inference import Layout, elastic_layout
+from horizon_opt.plans.tolerance import reaches
 from horizon_opt.relaxation.pool_model import PoolSolution
 from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
@@ -73,7 +74,7 @@ class Search:
     def proven(self, inc: Incumbent) -> bool:
         """The incumbent's pwo reaches the best proven bound so far."""
         self.take_background_bound()
-        return self.bound is not None and inc.value() >= self.bound - 1e-6 * max(1.0, self.bound)
+        return self.bound is not None and reaches(inc.value(), self.bound)
 
     def settled(self, inc: Incumbent) -> bool:
         """Nothing left to search for: the pwo is proven, and no open end leaves the tie-break

@@ -29,6 +29,7 @@ import horizon_opt.solvers.cpsat.exact as exact
 import horizon_opt.solvers.cpsat.starts as starts
 from horizon_opt.model.instance import Instance
 from horizon_opt.plans.plan import Plan, Status
+from horizon_opt.plans.tolerance import reaches
 from horizon_opt.solvers.assemble import build_plan, drop_idle_late
 from horizon_opt.solvers.compact import fill_gaps, left_shift
 from horizon_opt.solvers.cpsat.guide import lp_guide
@@ -98,7 +99,7 @@ def _assemble(search: Search, inc: Incumbent, bound: float | None) -> Plan:
     )
     value = inc.value()  # pwo, plus the bonuses of kept promises when re-planning for stability
     pwo = value - sum(p.bonus(inst) for p in inc.placements.values() if p.earned(inst) > 0)
-    proven = bound is not None and value >= bound - 1e-6 * max(1.0, bound)
+    proven = bound is not None and reaches(value, bound)
     # Optimal for pwo only when no bonus is in the way: the bound is then pwo's own.
     status: Status = "optimal" if proven and pwo >= value - 1e-9 else "feasible"
     placements = list(inc.placements.values())
