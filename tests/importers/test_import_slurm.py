@@ -829,7 +829,7 @@ def test_a_part_the_planner_refuses_takes_its_whole_job_with_it(
 ) -> None:
     """The compiler refuses part 1@g02 once (a running job's node that is down no longer makes
     it refuse one: the outage waits for the job), so the refusal is played here."""
-    import horizon_opt.importers.slurm as slurm_module
+    import horizon_opt.importers.slurm.importer as slurm_module
 
     real = slurm_module.compile_document
 
@@ -1077,7 +1077,7 @@ def test_pending_array_records_become_tasks() -> None:
 
 
 def test_huge_arrays_are_cut(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("horizon_opt.importers.slurm.MAX_ARRAY_TASKS", 3)
+    monkeypatch.setattr("horizon_opt.importers.slurm.importer.MAX_ARRAY_TASKS", 3)
     result = run(job(7, array_job_id=wrap(7), array_task_string="1-5"))
     assert list(jobs_of(result)) == ["7_1", "7_2", "7_3"]
     assert notes_of(result) == [

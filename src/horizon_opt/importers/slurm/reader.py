@@ -5,8 +5,8 @@ Slurm's data_parser writes numbers three ways: v0.0.40 and later wrap them as `{
 "infinite": false, "number": N}`; v0.0.39 wraps some and writes others plain; v0.0.38 and earlier
 write plain numbers, `null` for unset or INFINITE, and the raw sentinels NO_VAL (4294967294) and
 INFINITE (4294967295). `Fields` reads all of them as a `SlurmNumber`: an int, INFINITE, or None
-(unset). `read_record` reads one job of `squeue --json` into a `Record`; `importers/slurm.py`
-says what the importer makes of it, and `importers/slurm_history.py` reads sacct's jobs with the
+(unset). `read_record` reads one job of `squeue --json` into a `Record`; `importers/slurm/importer.py`
+says what the importer makes of it, and `importers/slurm/history.py` reads sacct's jobs with the
 same `Fields`.
 """
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horizon_opt.errors import InputError
-from horizon_opt.importers.payload import check_slurm
-from horizon_opt.importers.slurm_reader import Fields as _Fields
-from horizon_opt.importers.slurm_reader import base_state as _base_state
+from horizon_opt.importers.slurm.payload import check_slurm
+from horizon_opt.importers.slurm.reader import Fields as _Fields
+from horizon_opt.importers.slurm.reader import base_state as _base_state
 from horizon_opt.model.spec import show
 
 __all__ = ["MIN_HISTORY", "History", "estimate_minutes", "read_history"]

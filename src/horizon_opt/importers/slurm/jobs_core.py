@@ -1,8 +1,8 @@
 """What mapping a Slurm job needs whatever its state: the cluster file's pools and partitions,
 the horizon around the snapshot, the notes and the jobs left out, and the job's GPUs and run time.
 
-`JobMapperCore` is shared by the pending part (`PendingJobs`, importers/slurm_jobs.py) and the
-running part (`RunningJobs`, importers/slurm_jobs_running.py) of `JobMapper`.
+`JobMapperCore` is shared by the pending part (`PendingJobs`, importers/slurm/jobs.py) and the
+running part (`RunningJobs`, importers/slurm/jobs_running.py) of `JobMapper`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 from horizon_opt.errors import InputError
 from horizon_opt.importers.cluster import ClusterFile, horizon_start
 from horizon_opt.importers.result import Note
-from horizon_opt.importers.slurm_history import History, estimate_minutes
-from horizon_opt.importers.slurm_reader import INFINITE
-from horizon_opt.importers.slurm_reader import Record as _Record
-from horizon_opt.importers.slurm_strings import Gpus, parse_gpus
+from horizon_opt.importers.slurm.history import History, estimate_minutes
+from horizon_opt.importers.slurm.reader import INFINITE
+from horizon_opt.importers.slurm.reader import Record as _Record
 from horizon_opt.model.spec import MAX_SLOTS
+from horizon_opt.schedulers.slurm import Gpus, parse_gpus
 from horizon_opt.times import iso
 
 __all__ = ["Job", "JobMapperCore", "no_gpus_cause", "no_gpus_reason"]
@@ -138,7 +138,7 @@ class JobMapperCore:
 
     def gpus(self, rec: _Record, job_id: str, running: bool) -> Gpus | None:
         """The job's GPUs, from the first source that names them (see the table in
-        importers/slurm.py)."""
+        importers/slurm/importer.py)."""
         nodes = rec.node_count if isinstance(rec.node_count, int) and rec.node_count else 1
         tasks = rec.tasks if isinstance(rec.tasks, int) and rec.tasks else 1
         sources: list[tuple[str, str, int]] = []

@@ -1,14 +1,14 @@
 """One Kueue Workload as one instance job: its GPUs as a gang on the pools that can place it,
 its run time, priority, kind, release and deadline, and, when admitted, its pool and the slots
-it runs in (the nodes come later, from all running jobs together, in importers/kueue.py).
+it runs in (the nodes come later, from all running jobs together, in importers/kueue/importer.py).
 
 `WorkloadMapper` holds what the mapping needs (the cluster file, the horizon's `Clock`, the
 pools of each flavor and LocalQueue) and the notes it makes; the mapping is the table in
-importers/kueue.py, whose importer goes over the payload with it.
+importers/kueue/importer.py, whose importer goes over the payload with it.
 
-Its parts: `WorkloadMapperCore` (importers/kueue_jobs_core.py: the clock, notes, a workload's
+Its parts: `WorkloadMapperCore` (importers/kueue/jobs_core.py: the clock, notes, a workload's
 GPUs, kind, priority, run time and deadline), `PendingWorkloads` (here: the pools a pending
-workload may be admitted to) and `AdmittedWorkloads` (importers/kueue_jobs_admitted.py: the
+workload may be admitted to) and `AdmittedWorkloads` (importers/kueue/jobs_admitted.py: the
 slots an admitted workload runs in).
 """
 
@@ -18,15 +18,12 @@ import re
 from typing import Any
 
 from horizon_opt.importers.cluster import ClusterPool
-from horizon_opt.importers.kube import Bad as _Bad
-from horizon_opt.importers.kueue_gang import choose_gang
-from horizon_opt.importers.kueue_jobs_admitted import AdmittedWorkloads, Running
-from horizon_opt.importers.kueue_jobs_core import (
-    POOLS_ANNOTATION,
-    WorkloadMapperCore,
-    duration_text,
-)
-from horizon_opt.importers.kueue_workload import Workload as _Workload
+from horizon_opt.importers.kueue.gang import choose_gang
+from horizon_opt.importers.kueue.jobs_admitted import AdmittedWorkloads, Running
+from horizon_opt.importers.kueue.jobs_core import WorkloadMapperCore, duration_text
+from horizon_opt.importers.kueue.kube import Bad as _Bad
+from horizon_opt.importers.kueue.workload import Workload as _Workload
+from horizon_opt.schedulers.kueue import POOLS_ANNOTATION
 from horizon_opt.times import iso
 
 __all__ = ["PendingWorkloads", "WorkloadMapper"]

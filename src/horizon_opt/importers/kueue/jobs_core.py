@@ -2,8 +2,8 @@
 the pools of each flavor, the notes, and the workload's GPUs, kind, priority, run time and
 deadline.
 
-`WorkloadMapperCore` is shared by the pending part (`PendingWorkloads`, importers/kueue_jobs.py)
-and the admitted part (`AdmittedWorkloads`, importers/kueue_jobs_admitted.py) of `WorkloadMapper`.
+`WorkloadMapperCore` is shared by the pending part (`PendingWorkloads`, importers/kueue/jobs.py)
+and the admitted part (`AdmittedWorkloads`, importers/kueue/jobs_admitted.py) of `WorkloadMapper`.
 """
 
 from __future__ import annotations
@@ -12,33 +12,28 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
-from horizon_opt.actions.kueue import HELD_ANNOTATION
 from horizon_opt.importers.cluster import ClusterFile, ClusterPool, horizon_start
-from horizon_opt.importers.kube import Bad as _Bad
-from horizon_opt.importers.kube import at as _at
-from horizon_opt.importers.kube import timestamp as _timestamp
-from horizon_opt.importers.kueue_workload import Workload as _Workload
+from horizon_opt.importers.kueue.kube import Bad as _Bad
+from horizon_opt.importers.kueue.kube import at as _at
+from horizon_opt.importers.kueue.kube import timestamp as _timestamp
+from horizon_opt.importers.kueue.workload import Workload as _Workload
 from horizon_opt.importers.result import Note
 from horizon_opt.model.instance import duration_minutes
 from horizon_opt.model.spec import JOB_KINDS, MAX_PRIORITY, MAX_SLOTS, show
+from horizon_opt.schedulers.kueue import (
+    DEADLINE_ANNOTATION,
+    DURATION_ANNOTATION,
+    HELD_ANNOTATION,
+    KIND_ANNOTATION,
+)
 from horizon_opt.times import iso
 
 __all__ = [
-    "DEADLINE_ANNOTATION",
-    "DURATION_ANNOTATION",
-    "KIND_ANNOTATION",
-    "POOLS_ANNOTATION",
     "Clock",
     "WorkloadMapperCore",
     "duration_text",
     "kueue_priority",
 ]
-
-
-DURATION_ANNOTATION = "horizon-opt/duration"
-DEADLINE_ANNOTATION = "horizon-opt/deadline"
-POOLS_ANNOTATION = "horizon-opt/pools"
-KIND_ANNOTATION = "horizon-opt/kind"
 
 
 def kueue_priority(priority: int) -> float:

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 
 from horizon_opt.errors import InputError
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
-from horizon_opt.importers.slurm_jobs_core import Job, JobMapperCore, no_gpus_cause, no_gpus_reason
-from horizon_opt.importers.slurm_reader import Record as _Record
-from horizon_opt.importers.slurm_strings import Gpus, NodeGpus, expand_hostlist, parse_gres_detail
+from horizon_opt.importers.slurm.jobs_core import Job, JobMapperCore, no_gpus_cause, no_gpus_reason
+from horizon_opt.importers.slurm.reader import Record as _Record
 from horizon_opt.model.spec import show
+from horizon_opt.schedulers.slurm import Gpus, NodeGpus, expand_hostlist, parse_gres_detail
 from horizon_opt.times import iso
 
 __all__ = ["RunningJobs"]

@@ -1,5 +1,5 @@
 """An admitted Kueue Workload, placed on the pool Kueue admitted it to, from its admission to
-its expected end within the horizon (its nodes come later, in importers/kueue.py).
+its expected end within the horizon (its nodes come later, in importers/kueue/importer.py).
 """
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from horizon_opt.importers.cluster import ClusterPool
-from horizon_opt.importers.kube import Bad as _Bad
-from horizon_opt.importers.kube import timestamp as _timestamp
-from horizon_opt.importers.kueue_jobs_core import DURATION_ANNOTATION, WorkloadMapperCore
-from horizon_opt.importers.kueue_workload import Workload as _Workload
+from horizon_opt.importers.kueue.jobs_core import WorkloadMapperCore
+from horizon_opt.importers.kueue.kube import Bad as _Bad
+from horizon_opt.importers.kueue.kube import timestamp as _timestamp
+from horizon_opt.importers.kueue.workload import Workload as _Workload
 from horizon_opt.model.instance import duration_minutes
+from horizon_opt.schedulers.kueue import DURATION_ANNOTATION
 from horizon_opt.times import iso
 
 __all__ = ["AdmittedWorkloads", "Running"]

@@ -29,9 +29,9 @@ compiles (a job the compiler still refuses is left out with its message as the n
 that is not Slurm's shape (not an object, `jobs` missing or not a list, a job without `job_id`, a
 field of the wrong type) raises InputError naming the file and the JSON path.
 
-The payloads are read by importers/slurm_reader.py (typed fields, JSON paths in errors) and
-importers/slurm_history.py (sacct: run-time estimates, finished jobs' outcomes); one job is
-mapped by importers/slurm_jobs.py, its account to a team by importers/slurm_teams.py; this module goes over the records (states, arrays) and then
+The payloads are read by importers/slurm/reader.py (typed fields, JSON paths in errors) and
+importers/slurm/history.py (sacct: run-time estimates, finished jobs' outcomes); one job is
+mapped by importers/slurm/jobs.py, its account to a team by importers/slurm/teams.py; this module goes over the records (states, arrays) and then
 over all jobs together (GPU indices, dependencies, what the compiler refuses).
 """
 
@@ -49,55 +49,23 @@ from horizon_opt.importers.cluster import (
     instance_document,
     outages_after_running,
 )
-from horizon_opt.importers.payload import check_slurm
 from horizon_opt.importers.result import Imported, Note, compile_document, gpu_indices
-from horizon_opt.importers.slurm_history import (
-    MIN_HISTORY,
-    History,
-    estimate_minutes,
-    read_history,
-)
-from horizon_opt.importers.slurm_jobs import JobMapper
-from horizon_opt.importers.slurm_jobs_core import Job as _Job
-from horizon_opt.importers.slurm_reader import BASE_STATES as _BASE_STATES
-from horizon_opt.importers.slurm_reader import Fields as _Fields
-from horizon_opt.importers.slurm_reader import Record as _Record
-from horizon_opt.importers.slurm_reader import base_state as _base_state
-from horizon_opt.importers.slurm_reader import read_record as _read_record
-from horizon_opt.importers.slurm_strings import (
-    Dependency,
-    Gpus,
-    NodeGpus,
-    expand_hostlist,
-    expand_ranges,
-    parse_dependency,
-    parse_gpus,
-    parse_gres_detail,
-)
-from horizon_opt.importers.slurm_teams import account_team, unmatched_accounts
-from horizon_opt.importers.source import read_json
+from horizon_opt.importers.slurm.history import read_history
+from horizon_opt.importers.slurm.jobs import JobMapper
+from horizon_opt.importers.slurm.jobs_core import Job as _Job
+from horizon_opt.importers.slurm.payload import check_slurm
+from horizon_opt.importers.slurm.reader import BASE_STATES as _BASE_STATES
+from horizon_opt.importers.slurm.reader import Fields as _Fields
+from horizon_opt.importers.slurm.reader import Record as _Record
+from horizon_opt.importers.slurm.reader import base_state as _base_state
+from horizon_opt.importers.slurm.reader import read_record as _read_record
+from horizon_opt.importers.slurm.teams import account_team, unmatched_accounts
 from horizon_opt.model.instance import duration_minutes
 from horizon_opt.model.spec import show
+from horizon_opt.schedulers.slurm import Dependency, expand_ranges, parse_dependency
 from horizon_opt.times import iso, parse_time
 
-__all__ = [
-    "MAX_ARRAY_TASKS",
-    "MIN_HISTORY",
-    "Dependency",
-    "Gpus",
-    "History",
-    "NodeGpus",
-    "estimate_minutes",
-    "expand_hostlist",
-    "expand_ranges",
-    "import_slurm",
-    "parse_dependency",
-    "parse_gpus",
-    "parse_gres_detail",
-    "read_history",
-    "read_json",
-    "scale_priority",
-]
+__all__ = ["DEFAULT_DURATION", "MAX_ARRAY_TASKS", "import_slurm", "scale_priority"]
 
 DEFAULT_DURATION = "4h"  # a job with no time limit and no history (as Kueue's default)
 MAX_ARRAY_TASKS = 10_000  # tasks imported from one pending array record; the rest get a note

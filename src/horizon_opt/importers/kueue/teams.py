@@ -29,9 +29,9 @@ from typing import Any
 
 from horizon_opt.errors import InputError
 from horizon_opt.importers.cluster import ClusterFile
-from horizon_opt.importers.kube import at
-from horizon_opt.importers.kueue_queues import ClusterQueue, Queues
-from horizon_opt.importers.kueue_workload import Workload
+from horizon_opt.importers.kueue.kube import at
+from horizon_opt.importers.kueue.queues import ClusterQueue, Queues
+from horizon_opt.importers.kueue.workload import Workload
 from horizon_opt.importers.result import some_jobs
 
 __all__ = ["QueueTeams", "team_name"]

@@ -19,7 +19,7 @@ array of them (the `items` of such a List), is read the same way.
 | `metadata.creationTimestamp` | `release` (ISO-8601) |
 | annotation `horizon-opt/deadline: "2026-12-02T06:00:00Z"` | `deadline`; none without it |
 | annotation `horizon-opt/kind: training` | `kind`; `other` without it |
-| condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`; v1beta1 `domains` or v1beta2 `slices`, importers/topology.py) named in `pools[].node_names` (`gpus` names them as they are: the instance's `node_names`), one placed part per host when the placement rule cannot hold its GPUs per node (importers/parts.py), else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
+| condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`; v1beta1 `domains` or v1beta2 `slices`, importers/kueue/topology.py) named in `pools[].node_names` (`gpus` names them as they are: the instance's `node_names`), one placed part per host when the placement rule cannot hold its GPUs per node (importers/parts.py), else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
 | condition `Finished` True, `spec.active: false` (unless horizon-opt held it: annotation `horizon-opt/held: "true"`, pending as any other), or `metadata.deletionTimestamp` set | left out (noted) |
 | conditions `Evicted`, `Preempted` True, `QuotaReserved` False with reason `Inadmissible`, `QuotaReserved` True without `Admitted` (admission checks pending: then on the reserved flavor's pool) | a pending job (not placed), noted with the condition's reason and message |
 | `status.admission.clusterQueue`; without an admission, the LocalQueue's `spec.clusterQueue` (`localqueues`: `metadata.namespace` + `metadata.name` = the workload's namespace + `spec.queueName`), else the ClusterQueue that admitted workloads of the same LocalQueue in the payload (noted), else none (noted) | `team`: the cluster file's team whose `queues` lists the ClusterQueue, else the team named like it (characters outside `[a-z0-9_-]`, such as dots, become `-`, noted), else the ClusterQueue's own team (`clusterqueues`); none otherwise (one note per ClusterQueue); no teams at all without `teams` in the cluster file and without `clusterqueues` |
@@ -42,9 +42,9 @@ whole nodes in Kubernetes (noted).
 Malformed input raises InputError, one line per workload, naming the JSON path
 (`workloads.json: items[2].spec.podSets[0].count: expected an integer, got '3'`).
 
-A Workload is parsed by importers/kueue_workload.py and mapped to one job by
-importers/kueue_jobs.py; LocalQueues and ClusterQueues are read by importers/kueue_queues.py and
-become teams in importers/kueue_teams.py; this module goes over the payload: the pools each
+A Workload is parsed by importers/kueue/workload.py and mapped to one job by
+importers/kueue/jobs.py; LocalQueues and ClusterQueues are read by importers/kueue/queues.py and
+become teams in importers/kueue/teams.py; this module goes over the payload: the pools each
 LocalQueue's admitted workloads hold, the nodes and GPU indices of the running jobs, parts,
 teams, and the compiler's word.
 """
@@ -65,43 +65,25 @@ from horizon_opt.importers.cluster import (
     check_snapshot,
     instance_document,
 )
-from horizon_opt.importers.kube import Bad as _Bad
-from horizon_opt.importers.kube import read_objects
-from horizon_opt.importers.kueue_jobs import WorkloadMapper
-from horizon_opt.importers.kueue_jobs_admitted import Running as _Running
-from horizon_opt.importers.kueue_jobs_core import (
-    DEADLINE_ANNOTATION,
-    DURATION_ANNOTATION,
-    KIND_ANNOTATION,
-    POOLS_ANNOTATION,
-    kueue_priority,
-)
-from horizon_opt.importers.kueue_jobs_core import Clock as _Clock
-from horizon_opt.importers.kueue_queues import Queues, read_queues
-from horizon_opt.importers.kueue_teams import QueueTeams
-from horizon_opt.importers.kueue_workload import Workload as _Workload
-from horizon_opt.importers.kueue_workload import gpu_quantity
-from horizon_opt.importers.kueue_workload import job_hosts as _job_hosts
-from horizon_opt.importers.kueue_workload import parse_workload as _parse
-from horizon_opt.importers.kueue_workload import workload_items as _items
+from horizon_opt.importers.kueue.jobs import WorkloadMapper
+from horizon_opt.importers.kueue.jobs_admitted import Running as _Running
+from horizon_opt.importers.kueue.jobs_core import Clock as _Clock
+from horizon_opt.importers.kueue.kube import Bad as _Bad
+from horizon_opt.importers.kueue.kube import read_objects
+from horizon_opt.importers.kueue.queues import Queues, read_queues
+from horizon_opt.importers.kueue.teams import QueueTeams
+from horizon_opt.importers.kueue.workload import Workload as _Workload
+from horizon_opt.importers.kueue.workload import job_hosts as _job_hosts
+from horizon_opt.importers.kueue.workload import parse_workload as _parse
+from horizon_opt.importers.kueue.workload import workload_items as _items
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
-from horizon_opt.importers.payload import kueue_version_notes
 from horizon_opt.importers.result import Imported, gpu_indices
 from horizon_opt.model.instance import duration_minutes
 from horizon_opt.model.spec import show
+from horizon_opt.schedulers.kueue import kueue_version_notes
 from horizon_opt.times import iso
 
-__all__ = [
-    "DEADLINE_ANNOTATION",
-    "DURATION_ANNOTATION",
-    "GPU_RESOURCES",
-    "KIND_ANNOTATION",
-    "POOLS_ANNOTATION",
-    "gpu_quantity",
-    "import_kueue",
-    "kueue_priority",
-    "read_workloads",
-]
+__all__ = ["GPU_RESOURCES", "import_kueue", "read_workloads"]
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 
@@ -189,7 +171,7 @@ def import_kueue(
     `2d`). `gpu_resources`: the extended resources counted as GPUs. `source`: the file name that
     error messages start with. `localqueues`, `clusterqueues`: parsed `kubectl get localqueues
     -A -o yaml` and `kubectl get clusterqueues -o yaml` (optional; `*_source` name them): each
-    job's team and the teams' quotas and limits (importers/kueue_teams.py). Malformed input
+    job's team and the teams' quotas and limits (importers/kueue/teams.py). Malformed input
     raises InputError naming the JSON path; what the mapping could not carry over as is becomes
     a Note (the module's text gives the mapping).
     """
