@@ -59,6 +59,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError
+from horizon_opt.importers.clock import Clock as _Clock
 from horizon_opt.importers.cluster import (
     ClusterFile,
     ClusterPool,
@@ -67,7 +68,6 @@ from horizon_opt.importers.cluster import (
 )
 from horizon_opt.importers.kueue.jobs import WorkloadMapper
 from horizon_opt.importers.kueue.jobs_admitted import Running as _Running
-from horizon_opt.importers.kueue.jobs_core import Clock as _Clock
 from horizon_opt.importers.kueue.kube import Bad as _Bad
 from horizon_opt.importers.kueue.kube import read_objects
 from horizon_opt.importers.kueue.queues import Queues, read_queues

@@ -2,7 +2,7 @@
 its run time, priority, kind, release and deadline, and, when admitted, its pool and the slots
 it runs in (the nodes come later, from all running jobs together, in importers/kueue/importer.py).
 
-`WorkloadMapper` holds what the mapping needs (the cluster file, the horizon's `Clock`, the
+`WorkloadMapper` holds what the mapping needs (the cluster file, the horizon's clock (importers/clock.py), the
 pools of each flavor and LocalQueue) and the notes it makes; the mapping is the table in
 importers/kueue/importer.py, whose importer goes over the payload with it.
 

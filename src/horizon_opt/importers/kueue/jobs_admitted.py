@@ -69,7 +69,7 @@ class AdmittedWorkloads(WorkloadMapperCore):
                 f"admitted {iso(start)}, at `now`: placed from the slot before, so it is running",
             )
             if release is not None:
-                release = min(release, clock.start + first * clock.step)
+                release = min(release, clock.at(first))
         if first < 0:
             self.note(
                 w,

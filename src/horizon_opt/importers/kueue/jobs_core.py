@@ -1,4 +1,4 @@
-"""What mapping a Kueue Workload needs whether it is admitted or pending: the horizon's `Clock`,
+"""What mapping a Kueue Workload needs whether it is admitted or pending: the horizon's clock,
 the pools of each flavor, the notes, and the workload's GPUs, kind, priority, run time and
 deadline.
 
@@ -9,10 +9,11 @@ and the admitted part (`AdmittedWorkloads`, importers/kueue/jobs_admitted.py) of
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from horizon_opt.importers.cluster import ClusterFile, ClusterPool, horizon_start
+from horizon_opt.importers.clock import Clock
+from horizon_opt.importers.cluster import ClusterFile, ClusterPool
 from horizon_opt.importers.kueue.kube import Bad as _Bad
 from horizon_opt.importers.kueue.kube import at as _at
 from horizon_opt.importers.kueue.kube import timestamp as _timestamp
@@ -29,7 +30,6 @@ from horizon_opt.schedulers.kueue import (
 from horizon_opt.times import iso
 
 __all__ = [
-    "Clock",
     "WorkloadMapperCore",
     "duration_text",
     "kueue_priority",
@@ -52,36 +52,6 @@ def duration_text(minutes: int) -> str:
     if minutes % 60 == 0:
         return f"{minutes // 60}h"
     return f"{minutes}m"
-
-
-class Clock:
-    """Slots of the horizon around the snapshot."""
-
-    def __init__(self, cluster: ClusterFile, snapshot: datetime) -> None:
-        self.snapshot = snapshot
-        self.start = horizon_start(cluster, snapshot)
-        self.step = timedelta(minutes=cluster.horizon.slot_minutes)
-        self.slots = cluster.horizon.slots
-        self.now = self.up(snapshot)
-
-    def down(self, when: datetime) -> int:
-        return math.floor((when - self.start) / self.step + 1e-9)
-
-    def up(self, when: datetime) -> int:
-        return math.ceil((when - self.start) / self.step - 1e-9)
-
-    def time(self, slot: int) -> str:
-        return iso(self.start + slot * self.step)
-
-    def of(self, value: int | str, round_up: bool) -> int | None:
-        """A slot of an outage's time field (slot or timestamp), None when unreadable."""
-        if isinstance(value, int):
-            return value
-        try:
-            when = _timestamp(value, "")
-        except _Bad:
-            return None
-        return self.up(when) if round_up else self.down(when)
 
 
 class WorkloadMapperCore:

@@ -365,7 +365,7 @@ class _Importer(JobMapper):
             if j.placed is not None
         ]
         outages, notes = outages_after_running(
-            self.cluster, running, self.at, lambda t: self.at(self.slot(t, up=True))
+            self.cluster, running, self.clock.at, lambda t: self.clock.at(self.clock.up(t))
         )
         for job, text in dict.fromkeys(notes):
             if Note(job, "nodes", text) not in self.notes:  # (the document is built per pass)

@@ -128,10 +128,10 @@ class PendingJobs(JobMapperCore):
         if not pools:
             return None
         minutes, _ = self.minutes(rec, job_id)
-        release = max(rec.submit_time or self.start, self.start)
+        release = max(rec.submit_time or self.clock.start, self.clock.start)
         if rec.eligible_time is not None and rec.eligible_time > max(release, self.snapshot):
             release = rec.eligible_time
-            if self.slot(release, up=True) >= self.slots:
+            if self.clock.up(release) >= self.clock.slots:
                 self.skip(
                     job_id, "eligible_time", f"eligible from {iso(release)}, after the horizon"
                 )
@@ -141,8 +141,8 @@ class PendingJobs(JobMapperCore):
             )
         job = Job(job_id, rec, gpus.count, minutes, pools, release, whole=job_id)
         if rec.deadline is not None:
-            if rec.deadline <= self.snapshot or self.slot(rec.deadline, up=False) < self.slot(
-                release, up=True
+            if rec.deadline <= self.snapshot or self.clock.down(rec.deadline) < self.clock.up(
+                release
             ):
                 self.skip(
                     job_id,

@@ -7,13 +7,13 @@ running part (`RunningJobs`, importers/slurm/jobs_running.py) of `JobMapper`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from horizon_opt.errors import InputError
-from horizon_opt.importers.cluster import ClusterFile, horizon_start
+from horizon_opt.importers.clock import Clock
+from horizon_opt.importers.cluster import ClusterFile
 from horizon_opt.importers.result import Note
 from horizon_opt.importers.slurm.history import History, estimate_minutes
 from horizon_opt.importers.slurm.reader import INFINITE
@@ -85,16 +85,12 @@ class JobMapperCore:
         self.source = source
         self.default_minutes = default_minutes
         self.notes: list[Note] = []
-        self.step = timedelta(minutes=cluster.horizon.slot_minutes)
-        self.start = horizon_start(cluster, snapshot)
-        self.slots = cluster.horizon.slots
-        self.end = self.start + self.slots * self.step
-        self.now_slot = self.slot(snapshot, up=True)
-        if not 0 <= self.now_slot < self.slots:
+        self.clock = Clock(cluster, snapshot)
+        if not 0 <= self.clock.now < self.clock.slots:
             raise InputError(
                 [
                     f"{source}: the snapshot {iso(snapshot)} is outside the cluster file's "
-                    f"horizon [{iso(self.start)}, {iso(self.end)}): move horizon.start or leave "
+                    f"horizon [{iso(self.clock.start)}, {iso(self.clock.end)}): move horizon.start or leave "
                     "it out (then the horizon starts just before the snapshot)"
                 ]
             )
@@ -126,13 +122,6 @@ class JobMapperCore:
             Note(job, where, f"{problem}; left out", f"{cause}; left out" if cause else "")
         )
         self.skipped[job] = problem
-
-    def slot(self, when: datetime, up: bool) -> int:
-        slots = (when - self.start) / self.step
-        return math.ceil(slots - 1e-9) if up else math.floor(slots + 1e-9)
-
-    def at(self, slot: int) -> datetime:
-        return self.start + slot * self.step
 
     # ---- one job
 
@@ -175,7 +164,7 @@ class JobMapperCore:
     def minutes(self, rec: _Record, job_id: str) -> tuple[int, int | None]:
         """(planned minutes, time limit in minutes or None when there is none)."""
         limit = rec.time_limit if isinstance(rec.time_limit, int) and rec.time_limit else None
-        horizon = self.slots * self.cluster.horizon.slot_minutes
+        horizon = self.clock.slots * self.cluster.horizon.slot_minutes
         estimate = None
         partitions = [p.strip() for p in rec.partition.split(",") if p.strip()]
         if self.history is not None:

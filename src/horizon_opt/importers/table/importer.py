@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document
+from horizon_opt.importers.clock import Clock
+from horizon_opt.importers.cluster import ClusterFile, instance_document
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.io import read_input
 from horizon_opt.model.instance import duration_minutes
@@ -64,20 +65,19 @@ def _time(cell: str) -> int | str:
     return int(text) if text.isascii() and text.isdigit() else text
 
 
-def _end(row: dict[str, str], start: int | str, first: datetime, minutes: int) -> datetime | None:
+def _end(row: dict[str, str], start: int | str, clock: Clock) -> datetime | None:
     """A placed job's expected end as a time (its `end`, else start + duration), when the cells
     say it plainly; None leaves the compiler to judge them."""
     at = _time(row["end"]) if row.get("end") else None
     if isinstance(at, str):
         return parse_time(at)
-    begin = first + timedelta(minutes=minutes * start) if isinstance(start, int) else None
-    begin = begin or (parse_time(start) if isinstance(start, str) else None)
+    begin = clock.at(start) if isinstance(start, int) else parse_time(start)
     if begin is None:
         return None
     if isinstance(at, int):
-        return first + timedelta(minutes=minutes * at)
+        return clock.at(at)
     length = _time(row["duration"])
-    span = length * minutes if isinstance(length, int) else duration_minutes(length)
+    span = length * clock.minutes if isinstance(length, int) else duration_minutes(length)
     return None if span is None else begin + timedelta(minutes=span)
 
 
@@ -109,16 +109,13 @@ def read_table(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list
 
 class _Grid:
     """What placing a running row needs: the cluster's nodes (by every name a row may use) and
-    the horizon's first slot, slot length and end."""
+    the horizon's clock."""
 
     def __init__(self, cluster: ClusterFile, snapshot: datetime) -> None:
         self.aliases = cluster.node_aliases()  # a host name or <pool>-<i> -> instance node name
         self.node_pools = cluster.node_pools()  # instance node name -> its pool
         self.per_node = {n: p.gpus_per_node for n, p in self.node_pools.items()}
-        self.first = horizon_start(cluster, snapshot)
-        self.minutes = cluster.horizon.slot_minutes
-        self.last = self.first + timedelta(minutes=self.minutes * cluster.horizon.slots)
-        self.open_end = cluster.horizon.open_end  # then a running job is placed until its end
+        self.clock = Clock(cluster, snapshot)
 
 
 def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> dict[str, Any]:
@@ -160,19 +157,19 @@ def _place(
     gpus = job["gpus"]
     share = gpus // len(nodes) if isinstance(gpus, int) else 0
     start = _time(row["start"])
-    first = grid.first
-    if isinstance(start, str) and (when := parse_time(start)) is not None and when < first:
+    clock = grid.clock
+    if isinstance(start, str) and (when := parse_time(start)) is not None and when < clock.start:
         notes.append(
-            Note(row["id"], "start", f"{start} is before the horizon: placed from {iso(first)}")
+            Note(row["id"], "start", f"{start} is before the horizon: placed from {clock.time(0)}")
         )
-        start = iso(first)
+        start = clock.time(0)
     job["placed"] = {"pool": pool, "start": start}
-    end = _end(row, start, first, grid.minutes)
-    if end is not None and end > grid.last and not grid.open_end:
+    end = _end(row, start, clock)
+    if end is not None and end > clock.end and not clock.open_end:
         notes.append(
             Note(row["id"], "end", f"{iso(end)} is after the horizon: placed to end with it")
         )
-        job["placed"]["end"] = iso(grid.last)
+        job["placed"]["end"] = iso(clock.end)
     elif row.get("end"):
         job["placed"]["end"] = _time(row["end"])
     return {n: share for n in nodes}
