@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import horizon_opt
-from horizon_opt.errors import InputError, InstanceError
+from horizon_opt.errors import InputError, InstanceError, Problem
 from horizon_opt.importers import ClusterFile, Imported, read_cluster
 from horizon_opt.importers.slurm import (
     Dependency,
@@ -837,7 +837,8 @@ def test_a_part_the_planner_refuses_takes_its_whole_job_with_it(
         ids = [j["id"] for j in document["jobs"]]
         if "1@g02" in ids:
             k = ids.index("1@g02")
-            raise InstanceError([f"jobs[{k}].placed.gpus: job '1@g02' runs on g02 while down"])
+            down = Problem.at(f"jobs[{k}].placed.gpus", "job '1@g02' runs on g02 while down")
+            raise InstanceError([down])
         return real(document, folder)
 
     monkeypatch.setattr(slurm_module, "compile_document", refuse_once)

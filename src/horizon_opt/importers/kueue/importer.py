@@ -53,12 +53,11 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from horizon_opt.errors import InputError, InstanceError
+from horizon_opt.errors import InputError, InstanceError, Problem, in_item
 from horizon_opt.importers.clock import Clock as _Clock
 from horizon_opt.importers.cluster import (
     ClusterFile,
@@ -276,7 +275,7 @@ class _Importer(WorkloadMapper):
         try:
             result.compile()
         except InstanceError as exc:
-            raise InputError([_workload_problem(source, p, kept) for p in exc.problems]) from None
+            raise InputError([_workload_problem(source, p, kept) for p in exc.details]) from None
         return result
 
     def parts(self, job_id: str, job: dict[str, Any]) -> list[dict[str, Any]]:
@@ -343,17 +342,15 @@ class _Importer(WorkloadMapper):
         return counts
 
 
-_JOB_PATH = re.compile(r"^jobs\[(\d+)\](.*)$", re.DOTALL)
-
-
 def _workload_problem(
-    source: str, problem: str, kept: Sequence[tuple[_Workload, dict[str, Any]]]
+    source: str, problem: str | Problem, kept: Sequence[tuple[_Workload, dict[str, Any]]]
 ) -> str:
     """A compile problem said against the workload it comes from."""
-    where, _, message = problem.partition(": ")
-    m = _JOB_PATH.match(where)
-    if m is None or int(m.group(1)) >= len(kept):
+    found = in_item(problem, "jobs")
+    if found is None or found[0] >= len(kept):
         return f"{source}: {problem}"
-    w = kept[int(m.group(1))][0]
-    field = m.group(2).lstrip(".") or "job"
-    return f"{source}: {w.path or '(top level)'} ({w.id}): instance field {field}: {message}"
+    k, field, message = found
+    w = kept[k][0]
+    return (
+        f"{source}: {w.path or '(top level)'} ({w.id}): instance field {field or 'job'}: {message}"
+    )

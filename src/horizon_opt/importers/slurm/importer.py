@@ -38,11 +38,10 @@ over all jobs together (GPU indices, dependencies, what the compiler refuses).
 from __future__ import annotations
 
 import math
-import re
 from datetime import UTC, datetime
 from typing import Any
 
-from horizon_opt.errors import InputError, InstanceError
+from horizon_opt.errors import InputError, InstanceError, Problem, in_item
 from horizon_opt.importers.cluster import (
     ClusterFile,
     check_snapshot,
@@ -383,16 +382,14 @@ class _Importer(JobMapper):
                 return document
             except InstanceError as exc:
                 bad: dict[int, str] = {}
-                other: list[str] = []
-                for problem in exc.problems:
-                    m = re.match(r"jobs\[(\d+)\]([^:]*): (.*)", problem, re.DOTALL)
-                    if m is None or int(m.group(1)) >= len(self.jobs):
+                other: list[str | Problem] = []
+                for problem in exc.details:
+                    found = in_item(problem, "jobs")
+                    if found is None or found[0] >= len(self.jobs):
                         other.append(problem)
                     else:
-                        where = m.group(2).lstrip(".")
-                        bad.setdefault(
-                            int(m.group(1)), f"{where}: {m.group(3)}" if where else m.group(3)
-                        )
+                        k, where, message = found
+                        bad.setdefault(k, f"{where}: {message}" if where else message)
                 if other or not bad:
                     raise InputError(
                         [f"{self.source} with the cluster file: {p}" for p in exc.problems]
@@ -472,13 +469,12 @@ def import_slurm(
     default_minutes = duration_minutes(default_duration)
     if default_minutes is None or default_minutes <= 0:
         raise InputError([f"default_duration: not a duration: {show(default_duration)} (e.g. 4h)"])
-    problems: list[str] = []
-    f = _Fields(squeue_source, problems)
+    f = _Fields(squeue_source)
     raw = f.job_list(squeue, "squeue --json output")
     records = [r for k, job in enumerate(raw) if (r := _read_record(f, k, job)) is not None]
     when, snapshot_note = _snapshot(squeue if isinstance(squeue, dict) else {}, f, snapshot)
-    if problems:
-        raise InputError(problems)
+    if f.problems:
+        raise f.error()
     field = "last_update" if snapshot_note is None else snapshot_note.field
     read = field == "last_backfill" or snapshot_note is None
     check_snapshot(cluster, when, f"{squeue_source}: {field}" if read else "--now")

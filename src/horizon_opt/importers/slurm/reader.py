@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from horizon_opt.errors import InputError, Problem
 from horizon_opt.model.spec import show
 
 __all__ = [
@@ -60,14 +61,18 @@ SlurmNumber = int | _Infinite | None  # None: unset (Slurm's NO_VAL, null, or ab
 
 
 class Fields:
-    """Typed access to a JSON object's fields, collecting problems as `<source>: <path>: ...`."""
+    """Typed access to a JSON object's fields, collecting every problem with its JSON path
+    (`error()` then refuses the payload, one line per problem: `<source>: <path>: ...`)."""
 
-    def __init__(self, source: str, problems: list[str]) -> None:
+    def __init__(self, source: str) -> None:
         self.source = source
-        self.problems = problems
+        self.problems: list[Problem] = []
 
     def fail(self, path: str, message: str) -> None:
-        self.problems.append(f"{self.source}: {path}: {message}")
+        self.problems.append(Problem.at(path, message))
+
+    def error(self) -> InputError:
+        return InputError([f"{self.source}: {p}" for p in self.problems])
 
     def number(self, obj: dict[str, Any], key: str, path: str, what: str) -> SlurmNumber:
         """A Slurm number: plain, null, a sentinel, or `{set, infinite, number}`."""

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from horizon_opt.errors import InputError, InstanceError
+from horizon_opt.errors import InputError, InstanceError, Problem, in_item
 from horizon_opt.importers.clock import Clock
 from horizon_opt.importers.cluster import ClusterFile, instance_document
 from horizon_opt.importers.result import Imported, Note, gpu_indices
@@ -52,7 +52,6 @@ OPTIONAL = (
     "nodes",
 )
 _SPLIT = re.compile(r"[\s;]+")
-_JOB_PATH = re.compile(r"^jobs\[(\d+)\](\.?)(.*)$", re.DOTALL)
 
 
 def _words(cell: str) -> list[str]:
@@ -208,16 +207,15 @@ def import_table(
     try:
         imported.compile()
     except InstanceError as exc:
-        raise InputError([_row_problem(file, p, rows) for p in exc.problems]) from None
+        raise InputError([_row_problem(file, p, rows) for p in exc.details]) from None
     return imported
 
 
-def _row_problem(file: str, problem: str, rows: list[dict[str, str]]) -> str:
+def _row_problem(file: str, problem: str | Problem, rows: list[dict[str, str]]) -> str:
     """A compile problem said against the table's row and column, where it is a job's."""
-    where, _, message = problem.partition(": ")
-    m = _JOB_PATH.match(where)
-    if m is None:
+    found = in_item(problem, "jobs")
+    if found is None:
         return f"{file}: {problem}"
-    k = int(m.group(1))
-    column = m.group(3).split(".")[0].split("[")[0] or "row"
+    k, inside, message = found
+    column = inside.split(".")[0].split("[")[0] or "row"
     return f"{file}: row {k + 2} ({rows[k]['id']}): {column}: {message}"
