@@ -65,6 +65,7 @@ from horizon_opt.importers.cluster import (
     check_snapshot,
     instance_document,
 )
+from horizon_opt.importers.draft import JobDraft, PlacedDraft
 from horizon_opt.importers.kueue.jobs import WorkloadMapper
 from horizon_opt.importers.kueue.jobs_admitted import Running as _Running
 from horizon_opt.importers.kueue.kube import Bad as _Bad
@@ -233,7 +234,7 @@ class _Importer(WorkloadMapper):
                     if pool.name not in seen:
                         seen.append(pool.name)
         ids: set[str] = set()
-        jobs: list[tuple[_Workload, dict[str, Any]]] = []
+        jobs: list[tuple[_Workload, JobDraft]] = []
         running: list[_Running] = []
         problems = []
         for w in parsed:
@@ -278,21 +279,20 @@ class _Importer(WorkloadMapper):
             raise InputError([_workload_problem(source, p, kept) for p in exc.details]) from None
         return result
 
-    def parts(self, job_id: str, job: dict[str, Any]) -> list[dict[str, Any]]:
+    def parts(self, job_id: str, job: JobDraft) -> list[JobDraft]:
         """The job, or its parts when its topology assignment holds GPUs per node that the
         placement rule cannot hold as one gang (importers/parts.py)."""
         hosts = self.split.get(job_id)
         if hosts is None:
             return [job]
-        out = []
+        out: list[JobDraft] = []
         pool_of = {n: p.name for n, p in self.cluster.node_pools().items()}
         for node, idx in job["placed"]["gpus"].items():
             pool = pool_of[node]
-            placed = {**job["placed"], "pool": pool, "gpus": {node: idx}}
-            out.append(
-                {**job, "id": part_id(job_id, hosts[node]), "gpus": len(idx), "pools": [pool]}
-                | {"placed": placed}
-            )
+            placed: PlacedDraft = {**job["placed"], "pool": pool, "gpus": {node: idx}}
+            part_of = part_id(job_id, hosts[node])
+            part: JobDraft = {**job, "id": part_of, "gpus": len(idx), "pools": [pool]}
+            out.append(part | {"placed": placed})
         return out
 
     def place(self, running: list[_Running]) -> dict[str, dict[str, int]]:
@@ -306,7 +306,7 @@ class _Importer(WorkloadMapper):
             if hosts is None:
                 later.append((r, ""))
                 continue
-            given, why = nodes.given(hosts, r.pool, r.job["gpus"], r.start, r.end)
+            given, why = nodes.given(hosts, r.pool, r.gpus, r.start, r.end)
             if given is None:
                 later.append((r, f"its topology assignment is not used: {why}; "))
                 continue
@@ -321,13 +321,13 @@ class _Importer(WorkloadMapper):
                 self.note(r.w, "status.admission", split_note(held, per_node))
                 self.split[r.w.id] = {n: names[n] for n in given}
         for r, why in sorted(later, key=lambda x: (x[0].start, x[0].w.index)):
-            lowest = nodes.lowest(r.pool, r.job["gpus"], r.start, r.end)
+            lowest = nodes.lowest(r.pool, r.gpus, r.start, r.end)
             if lowest is None:
                 self.note(
                     r.w,
                     "status.admission",
                     f"{why}admitted on pool {r.pool.name}, where the running jobs leave no room "
-                    f"for a gang of {r.job['gpus']} GPUs: left out (its GPUs look free to the "
+                    f"for a gang of {r.gpus} GPUs: left out (its GPUs look free to the "
                     "planner)",
                 )
                 continue
@@ -343,7 +343,7 @@ class _Importer(WorkloadMapper):
 
 
 def _workload_problem(
-    source: str, problem: str | Problem, kept: Sequence[tuple[_Workload, dict[str, Any]]]
+    source: str, problem: str | Problem, kept: Sequence[tuple[_Workload, JobDraft]]
 ) -> str:
     """A compile problem said against the workload it comes from."""
     found = in_item(problem, "jobs")

@@ -15,9 +15,9 @@ slots an admitted workload runs in).
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from horizon_opt.importers.cluster import ClusterPool
+from horizon_opt.importers.draft import JobDraft, PlacedDraft
 from horizon_opt.importers.kueue.gang import choose_gang
 from horizon_opt.importers.kueue.jobs_admitted import AdmittedWorkloads, Running
 from horizon_opt.importers.kueue.jobs_core import WorkloadMapperCore, duration_text
@@ -119,7 +119,7 @@ class PendingWorkloads(WorkloadMapperCore):
 class WorkloadMapper(PendingWorkloads, AdmittedWorkloads):
     """Workloads, one at a time, mapped onto the cluster file's pools and horizon."""
 
-    def job(self, w: _Workload) -> tuple[dict[str, Any], Running | None] | None:
+    def job(self, w: _Workload) -> tuple[JobDraft, Running | None] | None:
         """The workload's job (a running one without its GPUs yet), or None with a note."""
         if not self.kept(w):
             return None
@@ -138,7 +138,7 @@ class WorkloadMapper(PendingWorkloads, AdmittedWorkloads):
         if not gang.pools:
             return None
         minutes = self.duration(w)
-        job: dict[str, Any] = {
+        job: JobDraft = {
             "id": w.id,
             "kind": self.kind(w),
             "priority": self.priority(w),
@@ -151,15 +151,15 @@ class WorkloadMapper(PendingWorkloads, AdmittedWorkloads):
         return self.times(w, job, running, gang.pools[0])
 
     def times(
-        self, w: _Workload, job: dict[str, Any], running: bool, pool: ClusterPool
-    ) -> tuple[dict[str, Any], Running | None] | None:
+        self, w: _Workload, job: JobDraft, running: bool, pool: ClusterPool
+    ) -> tuple[JobDraft, Running | None] | None:
         """Release, deadline and, when running, `placed` (without GPUs)."""
         clock = self.clock
         release = w.created
         if release is None:
             self.note(w, "metadata.creationTimestamp", "not given: released now")
         placed = None
-        where: dict[str, Any] | None = None
+        where: PlacedDraft | None = None
         if running:
             slots = self.run_slots(w, job, release)
             if slots is None:

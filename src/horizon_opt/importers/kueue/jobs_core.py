@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any
 
 from horizon_opt.importers.clock import Clock
 from horizon_opt.importers.cluster import ClusterFile, ClusterPool
+from horizon_opt.importers.draft import JobDraft
 from horizon_opt.importers.kueue.kube import Bad as _Bad
 from horizon_opt.importers.kueue.kube import at as _at
 from horizon_opt.importers.kueue.kube import timestamp as _timestamp
@@ -231,7 +231,7 @@ class WorkloadMapperCore:
             return longest
         return whole
 
-    def deadline(self, w: _Workload, job: dict[str, Any], release: datetime | None) -> None:
+    def deadline(self, w: _Workload, job: JobDraft, release: datetime | None) -> None:
         """The deadline annotation into `job`: one before the release is moved to it (noted)."""
         clock = self.clock
         text = w.annotations.get(DEADLINE_ANNOTATION)

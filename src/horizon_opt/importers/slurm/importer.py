@@ -48,6 +48,7 @@ from horizon_opt.importers.cluster import (
     instance_document,
     outages_after_running,
 )
+from horizon_opt.importers.draft import JobDraft
 from horizon_opt.importers.result import Imported, Note, compile_document, gpu_indices
 from horizon_opt.importers.slurm.history import read_history
 from horizon_opt.importers.slurm.jobs import JobMapper
@@ -331,10 +332,10 @@ class _Importer(JobMapper):
 
     def document(self, name: str) -> dict[str, Any]:
         highest = max((j.priority for j in self.jobs), default=0)
-        jobs: list[dict[str, Any]] = []
+        jobs: list[JobDraft] = []
         for j in self.jobs:
             priority = scale_priority(j.priority, highest)
-            out: dict[str, Any] = {
+            out: JobDraft = {
                 "id": j.id,
                 "priority": int(priority) if priority.is_integer() else priority,
                 "gpus": j.gpus,
@@ -513,7 +514,7 @@ def import_slurm(
     return Imported(document, tuple(notes), cluster.folder)
 
 
-def _time(text: str) -> datetime:
-    when = parse_time(text)
+def _time(text: int | str) -> datetime:
+    when = parse_time(str(text))
     assert when is not None  # the importer wrote it
     return when

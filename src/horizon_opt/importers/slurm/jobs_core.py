@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from horizon_opt.errors import InputError
 from horizon_opt.importers.clock import Clock
 from horizon_opt.importers.cluster import ClusterFile
+from horizon_opt.importers.draft import PlacedDraft
 from horizon_opt.importers.result import Note
 from horizon_opt.importers.slurm.history import History, estimate_minutes
 from horizon_opt.importers.slurm.reader import INFINITE
@@ -62,7 +62,7 @@ class Job:
     deadline: datetime | None = None
     after: list[str] = field(default_factory=list)
     priority: int = 0
-    placed: dict[str, Any] | None = None
+    placed: PlacedDraft | None = None
     nodes: dict[str, int] = field(default_factory=dict)  # running: node -> GPUs held
     known: dict[str, list[int]] | None = None  # running: node -> indices from gres_detail
     whole: str = ""  # the payload's job id: a part's whole job (importers/parts.py), else its own

@@ -28,11 +28,11 @@ import os
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from horizon_opt.errors import InputError, InstanceError, Problem, in_item
 from horizon_opt.importers.clock import Clock
 from horizon_opt.importers.cluster import ClusterFile, instance_document
+from horizon_opt.importers.draft import JobDraft
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.io import read_input
 from horizon_opt.model.instance import duration_minutes
@@ -117,9 +117,9 @@ class _Grid:
         self.clock = Clock(cluster, snapshot)
 
 
-def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> dict[str, Any]:
+def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> JobDraft:
     """A row's job fields, as the instance file has them."""
-    job: dict[str, Any] = {"id": row["id"]}
+    job: JobDraft = {"id": row["id"]}
     job["gpus"] = _number(row["gpus"], r, "gpus", file)
     job["duration"] = _time(row["duration"])
     job["priority"] = _number(row["priority"], r, "priority", file) if row.get("priority") else 1
@@ -127,9 +127,10 @@ def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> di
         job["kind"] = row["kind"]
     if row.get("pools"):
         job["pools"] = _words(row["pools"])
-    for field in ("release", "deadline"):
-        if row.get(field):
-            job[field] = _time(row[field])
+    if row.get("release"):
+        job["release"] = _time(row["release"])
+    if row.get("deadline"):
+        job["deadline"] = _time(row["deadline"])
     if row.get("after"):
         job["after"] = _words(row["after"])
     if row.get("team"):  # an unknown name stays as written: the instance refuses it by row
@@ -138,7 +139,7 @@ def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> di
 
 
 def _place(
-    job: dict[str, Any], row: dict[str, str], r: int, file: str, grid: _Grid, notes: list[Note]
+    job: JobDraft, row: dict[str, str], r: int, file: str, grid: _Grid, notes: list[Note]
 ) -> dict[str, int]:
     """A running row's `placed` (without its GPU indices) into `job`: its pool, start and end,
     a start before the horizon moved to it and an end after it cut there (noted); returns the
@@ -190,7 +191,7 @@ def import_table(
         if c not in REQUIRED + OPTIONAL
     ]
     grid = _Grid(cluster, snapshot)
-    jobs: list[dict[str, Any]] = []
+    jobs: list[JobDraft] = []
     running: list[tuple[str, dict[str, int]]] = []
     for r, row in enumerate(rows, start=2):
         job = _row_job(row, r, file, cluster)
