@@ -15,19 +15,9 @@ from horizon_opt.importers.kueue.jobs_core import kueue_priority
 from horizon_opt.importers.kueue.queues import read_clusterqueues, read_localqueues
 from horizon_opt.importers.kueue.teams import team_name
 from horizon_opt.importers.kueue.workload import gpu_quantity
-from horizon_opt.schedulers.kueue import (
-    DEADLINE_ANNOTATION,
-    DURATION_ANNOTATION,
-    KIND_ANNOTATION,
-    POOLS_ANNOTATION,
-)
 
 __all__ = [
-    "DEADLINE_ANNOTATION",
-    "DURATION_ANNOTATION",
     "GPU_RESOURCES",
-    "KIND_ANNOTATION",
-    "POOLS_ANNOTATION",
     "gpu_quantity",
     "import_kueue",
     "kueue_priority",

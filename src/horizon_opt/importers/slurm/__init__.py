@@ -14,31 +14,13 @@ from horizon_opt.importers.slurm.history import (
     read_history,
 )
 from horizon_opt.importers.slurm.importer import MAX_ARRAY_TASKS, import_slurm, scale_priority
-from horizon_opt.schedulers.slurm import (
-    Dependency,
-    Gpus,
-    NodeGpus,
-    expand_hostlist,
-    expand_ranges,
-    parse_dependency,
-    parse_gpus,
-    parse_gres_detail,
-)
 
 __all__ = [
     "MAX_ARRAY_TASKS",
     "MIN_HISTORY",
-    "Dependency",
-    "Gpus",
     "History",
-    "NodeGpus",
     "estimate_minutes",
-    "expand_hostlist",
-    "expand_ranges",
     "import_slurm",
-    "parse_dependency",
-    "parse_gpus",
-    "parse_gres_detail",
     "read_history",
     "scale_priority",
 ]
