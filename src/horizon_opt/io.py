@@ -7,36 +7,19 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from horizon_opt.errors import InputError
+from horizon_opt.errors import InputError, Problem
 
 MAX_FILE_BYTES = 128 * 2**20  # an instance file, a demand CSV file, any other input
 
 
-def format_location(loc: Sequence[int | str]) -> str:
-    """('jobs', 3, 'duration', 'h100') -> 'jobs[3].duration.h100'.
-
-    Union tags (spec.py writes them `<...>`) name a form of a field, not a field: left out.
-    """
-    out = ""
-    for part in loc:
-        if isinstance(part, str) and part.startswith("<") and part.endswith(">"):
-            continue
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "(top level)"
-
-
-def validation_problems(exc: ValidationError) -> list[str]:
-    """One line per pydantic error, with the field path in FORMAT.md's notation."""
+def validation_located(exc: ValidationError) -> list[Problem]:
+    """One problem per pydantic error, located by pydantic's own error location."""
     problems = []
     for err in exc.errors():
         msg = err["msg"].removeprefix("Value error, ")
@@ -44,8 +27,13 @@ def validation_problems(exc: ValidationError) -> list[str]:
             msg = "unknown field"
         elif err["type"] == "missing":
             msg = "required field is missing"
-        problems.append(f"{format_location(err['loc'])}: {msg}")
+        problems.append(Problem.of(err["loc"], msg))
     return problems
+
+
+def validation_problems(exc: ValidationError) -> list[str]:
+    """One line per pydantic error, with the field path in FORMAT.md's notation."""
+    return [str(p) for p in validation_located(exc)]
 
 
 def read_text(file: Path) -> str:

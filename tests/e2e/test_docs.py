@@ -108,7 +108,8 @@ def test_the_api_reference_lists_every_public_name() -> None:
 def test_the_run_configuration_page_lists_every_field() -> None:
     """docs/run-config.md is the reference of `horizon-opt run`'s configuration: every field of
     every section is in it."""
-    from horizon_opt.service.config import KueueSettings, RunConfig, SlurmSettings, Source
+    from horizon_opt.service.config import RunConfig
+    from horizon_opt.service.settings import KueueSettings, SlurmSettings, Source
 
     text = (ROOT / "docs" / "run-config.md").read_text()
     models: list[type] = [RunConfig, SlurmSettings, KueueSettings, Source]

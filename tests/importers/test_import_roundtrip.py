@@ -10,8 +10,12 @@ import pytest
 
 from horizon_opt import SOLVERS, check, solve
 from horizon_opt.importers import Imported, read_cluster
-from horizon_opt.importers.kueue import import_kueue, read_workloads
-from horizon_opt.importers.kueue_queues import read_clusterqueues, read_localqueues
+from horizon_opt.importers.kueue import (
+    import_kueue,
+    read_clusterqueues,
+    read_localqueues,
+    read_workloads,
+)
 from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.importers.source import read_json
 from horizon_opt.solvers import SolveOptions

@@ -23,9 +23,13 @@ import horizon_opt as ho
 from horizon_opt.cli import app
 from horizon_opt.errors import InputError
 from horizon_opt.importers import ClusterFile, Imported, read_cluster
-from horizon_opt.importers.kueue import import_kueue, read_workloads
-from horizon_opt.importers.kueue_queues import read_clusterqueues, read_localqueues
-from horizon_opt.importers.kueue_teams import team_name
+from horizon_opt.importers.kueue import (
+    import_kueue,
+    read_clusterqueues,
+    read_localqueues,
+    read_workloads,
+)
+from horizon_opt.importers.kueue.teams import team_name
 from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.importers.source import read_json
 from horizon_opt.model.instance import Instance

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from horizon_opt import load_instance
-from horizon_opt.errors import InstanceError
+from horizon_opt.errors import InstanceError, Problem, format_location, in_item
 from horizon_opt.model.compiler import compile_instance
 from horizon_opt.model.instance import Gang
 from horizon_opt.model.load import parse_spec
@@ -31,6 +31,8 @@ def problems_of(data: Spec) -> list[str]:
     assert info.value.problems, "InstanceError without problems"
     assert str(info.value) == "\n".join(info.value.problems)
     assert len(set(info.value.problems)) == len(info.value.problems), "a problem is repeated"
+    located = [p for p in info.value.details if isinstance(p, Problem)]
+    assert all(format_location(p.loc) == p.path for p in located), "a path is not its parts"
     return info.value.problems
 
 
@@ -350,6 +352,25 @@ def test_one_message_per_problem(tiny_spec: Spec) -> None:
     assert_problem(problems, "jobs[1].after[0]", "unknown job")
     assert_problem(problems, "services[0].pool", "unknown pool")
     assert len(problems) == 3, problems
+
+
+def test_a_problem_names_its_field_as_data(tiny_spec: Spec) -> None:
+    """An importer says a compile problem against its own input from the problem's location,
+    not from its text (importers/*/importer.py): the compiler's and pydantic's alike."""
+    data = tiny_spec
+    job(data, "ev").update(after=["nobody"], gpus="two")
+    with pytest.raises(InstanceError) as info:
+        compile_instance(parse_spec(data))
+    (problem,) = info.value.details
+    assert isinstance(problem, Problem) and problem.loc == ("jobs", 1, "gpus")
+    job(data, "ev").update(gpus=1)
+    with pytest.raises(InstanceError) as info:
+        compile_instance(parse_spec(data))
+    (problem,) = info.value.details
+    assert isinstance(problem, Problem) and problem.loc == ("jobs", 1, "after", 0)
+    assert in_item(problem, "jobs") == (1, "after[0]", "unknown job id 'nobody'")
+    assert in_item(problem, "services") is None
+    assert in_item(str(problem), "jobs") is None  # a line of text is not read back
 
 
 def test_one_form_of_a_union_field_is_reported(tiny_spec: Spec) -> None:

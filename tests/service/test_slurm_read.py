@@ -19,7 +19,7 @@ from horizon_opt.actions.slurm_state import (
     unusable_nodes,
 )
 from horizon_opt.errors import InputError
-from horizon_opt.service.config import ServiceJobs, SlurmSettings
+from horizon_opt.service.settings import ServiceJobs, SlurmSettings
 from horizon_opt.service.slurm_read import (
     FOREVER,
     held_to_limits,

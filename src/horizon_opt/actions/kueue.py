@@ -48,11 +48,10 @@ from horizon_opt.actions.core import (
 from horizon_opt.errors import InputError
 from horizon_opt.model.instance import Instance
 from horizon_opt.plans.plan import Assignment, Plan
+from horizon_opt.schedulers.kueue import HELD_ANNOTATION
 from horizon_opt.times import iso
 
 __all__ = ["HELD_ANNOTATION", "KueueOptions", "kueue_actions", "quota_path"]
-
-HELD_ANNOTATION = "horizon-opt/held"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 
 from horizon_opt.actions.core import Desired
 from horizon_opt.errors import InputError
-from horizon_opt.importers.slurm_strings import expand_hostlist, parse_gres_detail
+from horizon_opt.schedulers.slurm import expand_hostlist, parse_gres_detail
 from horizon_opt.times import iso
 
 __all__ = [

@@ -29,8 +29,12 @@ from horizon_opt.forecast import (
     summarize,
 )
 from horizon_opt.importers import Imported, read_cluster
-from horizon_opt.importers.kueue import import_kueue, read_workloads
-from horizon_opt.importers.kueue_queues import read_clusterqueues, read_localqueues
+from horizon_opt.importers.kueue import (
+    import_kueue,
+    read_clusterqueues,
+    read_localqueues,
+    read_workloads,
+)
 from horizon_opt.importers.result import count_line, note_lines
 from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.importers.source import read_json

@@ -13,9 +13,10 @@ import typer
 from horizon_opt.cli.errors import input_errors
 from horizon_opt.cli.options import Snapshot, snapshot
 from horizon_opt.errors import InputError
-from horizon_opt.service.config import RunConfig, config_minutes, read_config
+from horizon_opt.service.config import RunConfig, read_config
 from horizon_opt.service.cycle import Cycle, run_cycle
 from horizon_opt.service.folder import Busy
+from horizon_opt.service.settings import config_minutes
 
 EXIT_FAILED = 1  # the cycle failed; the last good plan stays in force
 EXIT_BUSY = 3  # another run holds the state folder

@@ -45,6 +45,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from horizon_opt.errors import InputError
+from horizon_opt.importers.draft import JobDraft
 from horizon_opt.io import read_yaml, validation_problems
 from horizon_opt.model.node_names import name_problems
 from horizon_opt.model.spec import (
@@ -307,7 +308,7 @@ def instance_document(
     cluster: ClusterFile,
     name: str,
     snapshot: datetime,
-    jobs: list[dict[str, Any]],
+    jobs: list[JobDraft],
     teams: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The instance file's content: the cluster around the imported `jobs`, with `now` at the

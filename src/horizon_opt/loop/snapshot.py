@@ -227,7 +227,7 @@ def _resolved(instance: Instance, spec: PlacedSpec, path: str) -> Running | list
         else:
             gpus[n] = idx
     if times.problems or start is None:
-        return times.problems
+        return [str(p) for p in times.problems]
     return Running(pool, start, gpus, end)
 
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from horizon_opt.errors import Problem
 from horizon_opt.model.instance import BoolArray, FloatArray, duration_minutes, horizon_start
 from horizon_opt.model.spec import MAX_SLOTS, MAX_TIME_SLOTS, InstanceSpec, show
 from horizon_opt.model.teams import Team
@@ -37,7 +38,7 @@ class CompilerCore:
         self.passed = passed  # the services whose demand was passed in, not written inline
         self.tails: dict[int, FloatArray] = {}  # service -> its passed demand past slot S
         self.planned_slots = planned_slots  # with an open end: plan over exactly these
-        self.problems: list[str] = []
+        self.problems: list[str | Problem] = []  # located where the compiler says where
         self.warnings: list[str] = []
         self.S = spec.horizon.slots
         self.slot_minutes = spec.horizon.slot_minutes
@@ -50,7 +51,7 @@ class CompilerCore:
         self.teams: tuple[Team, ...] = ()  # compiled before the jobs that name them
 
     def error(self, path: str, message: str) -> None:
-        self.problems.append(f"{path}: {message}")
+        self.problems.append(Problem.at(path, message))
 
     def warn(self, path: str, message: str) -> None:
         self.warnings.append(f"{path}: {message}")

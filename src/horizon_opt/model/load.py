@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from horizon_opt.errors import InstanceError
-from horizon_opt.io import read_text, read_yaml, validation_problems
+from horizon_opt.io import read_text, read_yaml, validation_located
 from horizon_opt.model.compiler import compile_instance
 from horizon_opt.model.instance import Instance, horizon_start
 from horizon_opt.model.spec import MAX_DEMAND, DemandCsv, InstanceSpec, show
@@ -31,7 +31,7 @@ def parse_spec(data: Any) -> InstanceSpec:
     try:
         return InstanceSpec.model_validate(data)
     except ValidationError as exc:
-        raise InstanceError(validation_problems(exc)) from None
+        raise InstanceError(validation_located(exc)) from None
 
 
 def _time_mismatch(

@@ -76,7 +76,7 @@ def _mapping_or_other(value: Any) -> str:
     """Discriminator: a mapping is validated as the mapping form, anything else as the other form.
 
     Only one form is validated, so an error speaks about the form the user wrote. The tags are
-    written `<...>`: `io.format_location` leaves them out of field paths.
+    written `<...>`: `errors.format_location` leaves them out of field paths.
     """
     return "<mapping>" if isinstance(value, dict | BaseModel) else "<value>"
 

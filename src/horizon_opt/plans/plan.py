@@ -19,8 +19,8 @@ from pydantic import (
     model_validator,
 )
 
-from horizon_opt.errors import PlanError
-from horizon_opt.io import format_location, read_text, validation_problems, write_atomic
+from horizon_opt.errors import PlanError, format_location
+from horizon_opt.io import read_text, validation_problems, write_atomic
 
 PLAN_FORMAT = "horizon-opt.plan/1"
 Status = Literal["optimal", "feasible", "heuristic"]

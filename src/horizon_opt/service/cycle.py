@@ -28,35 +28,23 @@ from typing import Any
 
 import yaml
 
-from horizon_opt.actions import (
-    Action,
-    Actions,
-    KueueOptions,
-    SlurmOptions,
-    kueue_actions,
-    read_desired,
-    slurm_actions,
-)
+from horizon_opt.actions import Actions, read_desired
 from horizon_opt.actions.core import is_running
-from horizon_opt.actions.slurm import name_part
-from horizon_opt.actions.slurm_state import SlurmState, drift
 from horizon_opt.analysis.explain import explain
 from horizon_opt.errors import InputError, InstanceError
 from horizon_opt.export.explanations import explanations_json
 from horizon_opt.importers import ClusterFile, read_cluster
-from horizon_opt.importers.kueue import import_kueue
 from horizon_opt.importers.result import Imported, note_lines
-from horizon_opt.importers.slurm import import_slurm
 from horizon_opt.loop.replan import replan, with_held_promises
 from horizon_opt.model.compiler import compile_instance
 from horizon_opt.model.instance import Instance
 from horizon_opt.model.load import move_demand_csvs, parse_spec, read_demand_csv
-from horizon_opt.model.spec import OutageSpec
 from horizon_opt.params import LOOP
 from horizon_opt.plans.check import check
 from horizon_opt.plans.plan import Plan
 from horizon_opt.service.apply import Applied, apply_actions
-from horizon_opt.service.config import RunConfig, Source
+from horizon_opt.service.config import RunConfig
+from horizon_opt.service.context import Context, CycleFailed
 from horizon_opt.service.folder import StateFolder
 from horizon_opt.service.metrics import plan_metrics, status_metrics
 from horizon_opt.service.promises import (
@@ -67,25 +55,12 @@ from horizon_opt.service.promises import (
     updated,
 )
 from horizon_opt.service.rebase import rebased
+from horizon_opt.service.registry import SCHEDULERS
+from horizon_opt.service.settings import Source
 from horizon_opt.service.shortfall import capped, required_now
-from horizon_opt.service.slurm_read import (
-    SlurmRead,
-    held_to_limits,
-    hints_of,
-    outages,
-    read_slurm,
-    without_own_hints,
-    without_service_jobs,
-)
+from horizon_opt.service.slurm_read import SlurmRead
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.times import iso, parse_time
-
-
-class CycleFailed(Exception):
-    """A step of the cycle failed; the last good plan stays in force."""
-
-    def __init__(self, step: str, problems: list[str]) -> None:
-        super().__init__(f"{step}: {'; '.join(problems)}")
 
 
 @dataclass(frozen=True)
@@ -115,7 +90,9 @@ def run_cycle(config: RunConfig, *, apply: bool = False, now: datetime | None = 
             return _failed(folder, config, when, exc, lines)
         done = Applied(0, 0, None)
         if apply:
-            done = apply_actions(folder, good.actions, _runner(config), _guard(config))
+            guard = SCHEDULERS[config.scheduler].guard
+            check_action = None if guard is None else guard(good.context)
+            done = apply_actions(folder, good.actions, _runner(config), check_action)
             lines += [f"warning: {line}" for line in done.skipped]
         apply_error = done.error
         cycle = Cycle(
@@ -141,6 +118,7 @@ class _Good:
     actions: Actions
     metrics: str
     running: int
+    context: Context
 
 
 def _plan_cycle(
@@ -158,8 +136,9 @@ def _plan_cycle(
         except CycleFailed as exc:  # the history is optional: run times from the limits
             lines.append(f"warning: the history was not read ({exc}): planned without it")
     cluster = _cluster(config)
-    read = _read_slurm(config, cluster, payloads["queue"], folder, lines)
-    document, instance, required = _state(config, cluster, payloads, now, lines, read)
+    ctx = _context(config, cluster, lines)
+    read = _read_back(config, ctx, payloads["queue"], folder)
+    document, instance, required = _state(config, ctx, payloads, now, read)
     if instance.start is None:
         raise CycleFailed("import", ["the instance has no horizon.start: actions need times"])
     promises = read_promises(folder.last_cycle(), lines)
@@ -167,7 +146,7 @@ def _plan_cycle(
     violations = check(instance, plan)
     if violations:
         raise CycleFailed("check", [f"the plan is invalid: {violations[0]}"])
-    actions = _actions(config, cluster, instance, plan, folder, read, document)
+    actions = _actions(config, ctx, instance, plan, folder, read, document)
     lines += [f"note: {n}" for n in actions.notes]
     metrics = plan_metrics(
         instance, plan, actions.by_kind(), required, None if read is None else read.drift
@@ -196,7 +175,8 @@ def _plan_cycle(
         files["history.txt"] = payloads["history"]
     stamp = when.strftime("%Y%m%dT%H%M%SZ")
     running = sum(is_running(instance, j) for j in instance.jobs)
-    return _Good(folder.commit_cycle(stamp, files, config.keep), plan, actions, metrics, running)
+    cycle = folder.commit_cycle(stamp, files, config.keep)
+    return _Good(cycle, plan, actions, metrics, running, ctx)
 
 
 # -- reading and importing -------------------------------------------------------------------
@@ -238,47 +218,32 @@ def _runner(config: RunConfig) -> Callable[[list[str], str], str]:
     return run
 
 
-def _guard(config: RunConfig) -> Callable[[Action], str | None] | None:
-    """On Slurm: a reservation is ended now only if no job runs in it when the command is
-    about to run (a replica may have started in it since the queue was read)."""
-    if config.scheduler != "slurm":
-        return None
-
-    def guard(action: Action) -> str | None:
-        if action.kind != "release":
-            return None
-        name = action.target.removeprefix("reservation/")
-        argv = ["squeue", "-h", "-t", "RUNNING,CONFIGURING", f"--reservation={name}", "-o", "%i"]
-        try:
-            jobs = run_command(argv, "squeue", config.command_timeout).split()
-        except CycleFailed as exc:
-            return f"could not tell whether jobs run in it ({exc})"
-        return f"jobs run in it ({', '.join(jobs)})" if jobs else None
-
-    return guard
+def _context(config: RunConfig, cluster: ClusterFile | None, lines: list[str]) -> Context:
+    """The cycle as the scheduler's steps see it (service/registry.py)."""
+    return Context(
+        section=config.section,
+        cluster=cluster,
+        run=_runner(config),
+        read=lambda source, what: _read(source, what, config.command_timeout),
+        parse=_parsed,
+        every_minutes=config.minutes("every"),
+        default_duration=config.default_duration,
+        queue_command=config.queue.command is not None,
+        lines=lines,
+    )
 
 
-def _read_slurm(
-    config: RunConfig,
-    cluster: ClusterFile | None,
-    queue: str,
-    folder: StateFolder,
-    lines: list[str],
+def _read_back(
+    config: RunConfig, ctx: Context, queue: str, folder: StateFolder
 ) -> SlurmRead | None:
-    """What Slurm holds besides the queue (slurm_read), when the queue comes from Slurm."""
-    s = config.slurm
-    if config.scheduler != "slurm" or not s.read_back or config.queue.command is None:
+    """What the scheduler holds besides the queue, when it reads any back."""
+    read_back = SCHEDULERS[config.scheduler].read_back
+    if read_back is None:
         return None
-    services = {} if cluster is None else {name_part(v.name): v.name for v in cluster.services}
     try:
-        read, notes = read_slurm(s, _parsed(queue, "queue"), services, _runner(config))
-        text = folder.applied()
-        ledger = {} if text is None else read_desired(text, str(folder.root / "applied.json"))
+        return read_back(ctx, queue, folder)
     except InputError as exc:
         raise CycleFailed("read back", exc.problems) from None
-    lines += [f"note: {n}" for n in notes]
-    held = read.state.reservations or {}
-    return replace(read, hints=hints_of(ledger), drift=drift(ledger, held) if text else 0)
 
 
 def _parsed(text: str, what: str) -> Any:
@@ -300,10 +265,9 @@ def _cluster(config: RunConfig) -> ClusterFile | None:
 
 def _state(
     config: RunConfig,
-    cluster: ClusterFile | None,
+    ctx: Context,
     payloads: dict[str, str],
     now: datetime | None,
-    lines: list[str],
     read: SlurmRead | None = None,
 ) -> tuple[dict[str, Any], Instance, dict[str, int] | None]:
     """The cluster's state as an instance document (demand CSV paths made absolute, so the
@@ -315,10 +279,10 @@ def _state(
         if not isinstance(document, dict):
             raise CycleFailed("queue", [f"{config.queue.file}: not an instance file"])
     else:
-        assert cluster is not None  # the config requires it for a scheduler payload
-        imported = _import(config, cluster, payloads, now, read, lines)
-        lines += [f"note: {line}" for line in note_lines(imported.notes)]
-        document, base = imported.document, cluster.folder
+        assert ctx.cluster is not None  # the config requires it for a scheduler payload
+        imported = _import(config, ctx, payloads, now, read)
+        ctx.lines.extend(f"note: {line}" for line in note_lines(imported.notes))
+        document, base = imported.document, ctx.cluster.folder
     document = move_demand_csvs(document, base)  # the cycle's copy reads the same series
     try:
         spec = parse_spec(document)
@@ -329,7 +293,7 @@ def _state(
             pass  # demand that the free GPUs cannot hold is planned with what fits (`capped`),
             # which raises any other problem again
         instance, short = capped(document, demands)
-        lines += [f"warning: {line}" for line in short]
+        ctx.lines.extend(f"warning: {line}" for line in short)
         return document, instance, required_now(document, demands, instance.now)
     except (InputError, InstanceError) as exc:
         raise CycleFailed("import", exc.problems) from None
@@ -337,59 +301,25 @@ def _state(
 
 def _import(
     config: RunConfig,
-    cluster: ClusterFile,
+    ctx: Context,
     payloads: dict[str, str],
     now: datetime | None,
     read: SlurmRead | None,
-    lines: list[str],
 ) -> Imported:
-    """The queue imported around the cluster file. The services are put in after the import:
-    their demand is the cycle's to fit beside the running jobs (`shortfall`), not a reason to
-    refuse the state. Read from Slurm: the service's own jobs are left out (its replicas) and
-    unusable nodes are outages."""
+    """The queue imported around the cluster file by the scheduler's own step. The services
+    are put in after the import: their demand is the cycle's to fit beside the running jobs
+    (`shortfall`), not a reason to refuse the state."""
+    assert ctx.cluster is not None  # the config requires it for a scheduler payload
     try:
         queue = _parsed(payloads["queue"], "queue")
-        down: list[dict[str, str]] = []
-        if read is not None:
-            queue = without_service_jobs(queue, config.slurm.service_jobs)[0]
-            queue = without_own_hints(queue, read.hints)
-            hosts = set(cluster.host_nodes())
-            down = outages(read, now or datetime.now(UTC).replace(microsecond=0), hosts)
-        jobs_only = cluster.model_copy(
-            update={
-                "services": [],
-                "outages": [*cluster.outages, *(OutageSpec.model_validate(o) for o in down)],
-            }
+        history = payloads.get("history")
+        imported = SCHEDULERS[config.scheduler].import_queue(
+            ctx, queue, None if history is None else _parsed(history, "history"), now, read
         )
-        if config.scheduler == "slurm":
-            history = payloads.get("history")
-            imported = import_slurm(
-                queue,
-                jobs_only,
-                sacct=None if history is None else _parsed(history, "history"),
-                snapshot=now,
-                squeue_source="queue",
-                sacct_source="history",
-                default_duration=config.default_duration,
-            )
-        else:
-            imported = import_kueue(
-                queue,
-                jobs_only,
-                snapshot=now,
-                default_duration=config.default_duration,
-                source="queue",
-            )
     except InputError as exc:
         raise CycleFailed("import", exc.problems) from None
-    services = [s.model_dump(mode="json", exclude_defaults=True) for s in cluster.services]
-    document = {**imported.document, "services": services}
-    if read is not None and held_to_limits(document, read.limits):
-        lines.append(
-            "note: running jobs are planned to hold their GPUs to their time limits (estimates "
-            "said earlier ends): inference is never planned on GPUs a running job may still hold"
-        )
-    return replace(imported, document=document)
+    services = [s.model_dump(mode="json", exclude_defaults=True) for s in ctx.cluster.services]
+    return replace(imported, document={**imported.document, "services": services})
 
 
 # -- planning --------------------------------------------------------------------------------
@@ -456,7 +386,7 @@ def _previous(folder: StateFolder, instance: Instance, lines: list[str]) -> Plan
 
 def _actions(
     config: RunConfig,
-    cluster: ClusterFile | None,
+    ctx: Context,
     instance: Instance,
     plan: Plan,
     folder: StateFolder,
@@ -466,48 +396,10 @@ def _actions(
     text = folder.applied()
     try:
         applied = None if text is None else read_desired(text, str(folder.root / "applied.json"))
-        if config.scheduler == "slurm":
-            s = config.slurm
-            options = SlurmOptions(
-                reservation_prefix=s.reservation_prefix,
-                users=tuple(s.users),
-                accounts=tuple(s.accounts),
-                lookahead_minutes=s.lookahead_minutes,
-                time_zone=s.time_zone,
-                hold_after_minutes=config.minutes("every"),
-                granularity=s.granularity,
-                start_hints=s.start_hints,
-            )
-            state = SlurmState() if read is None else read.state
-            clock = parse_time(str(document.get("now", "")))
-            if read is not None and clock is not None:  # Slurm's present: the commands run now
-                clock = max(clock, datetime.now(UTC).replace(microsecond=0))
-            state = replace(state, clock=clock)
-            return slurm_actions(instance, plan, options, applied, state)
-        assert config.kueue is not None
-        return kueue_actions(instance, plan, _kueue_options(config, cluster), applied)
+        make = SCHEDULERS[config.scheduler].actions
+        return make(ctx, instance, plan, applied, read, document)
     except InputError as exc:
         raise CycleFailed("actions", exc.problems) from None
-
-
-def _kueue_options(config: RunConfig, cluster: ClusterFile | None) -> KueueOptions:
-    k = config.kueue
-    assert k is not None
-    pools = [] if cluster is None else cluster.pools
-    obj = _parsed(
-        _read(k.cluster_queue_object, "cluster_queue_object", config.command_timeout),
-        "cluster_queue_object",
-    )
-    flavors = {p.name: p.flavors[0] for p in pools if p.flavors}
-    return KueueOptions(
-        cluster_queue=k.cluster_queue,
-        cluster_queue_object=obj,
-        flavors=flavors,
-        resource=k.resource,
-        hold_after_minutes=config.minutes("every"),
-        holds=k.holds,
-        quota_window_minutes=k.quota_window_minutes,
-    )
 
 
 # -- status ----------------------------------------------------------------------------------

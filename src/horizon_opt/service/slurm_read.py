@@ -10,7 +10,7 @@ inference is not counted twice, and their GPUs are the reservations' to hold.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,7 +27,8 @@ from horizon_opt.actions.slurm_state import (
     unusable_nodes,
 )
 from horizon_opt.model.instance import duration_minutes
-from horizon_opt.service.config import ServiceJobs, SlurmSettings
+from horizon_opt.service.context import Run
+from horizon_opt.service.settings import ServiceJobs, SlurmSettings
 from horizon_opt.times import iso, parse_time
 
 __all__ = [
@@ -45,8 +46,6 @@ __all__ = [
 
 FOREVER = datetime(9999, 1, 1, tzinfo=UTC)
 """The end of a running job without a time limit."""
-
-Run = Callable[[list[str], str], str]  # (argv, what) -> standard output; raises on failure
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from horizon_opt.importers.kube import Bad, at, int_at, list_at, object_at, object_of, str_at
+from horizon_opt.importers.kueue.kube import Bad, at, int_at, list_at, object_at, object_of, str_at
 
 __all__ = ["HOSTNAME_LEVEL", "topology_hosts"]
 

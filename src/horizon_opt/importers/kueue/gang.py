@@ -1,6 +1,6 @@
 """A Kueue workload's gang: the GPUs of its pods as one instance gang, and the candidate pools
 that can place it under FORMAT.md's placement rule (rounded up to whole nodes when none can as
-asked), with notes on what changed (see the text of importers/kueue.py)."""
+asked), with notes on what changed (see the text of importers/kueue/importer.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class Gang:
 
 def choose_gang(total: int, sizes: set[int], candidates: list[ClusterPool]) -> Gang:
     """The gang's GPUs and the candidate pools that can place it (see the text of
-    importers/kueue.py)."""
+    importers/kueue/importer.py)."""
     biggest = max(sizes)
     fit = [p for p in candidates if biggest <= p.gpus_per_node]
     notes: list[str] = []

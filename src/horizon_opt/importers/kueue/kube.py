@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from horizon_opt.errors import InputError
+from horizon_opt.errors import InputError, Problem
 from horizon_opt.importers.source import read_json
 from horizon_opt.io import read_input
 from horizon_opt.model.spec import show
@@ -40,12 +40,12 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class Bad(Exception):
-    """A malformed field: its JSON path and what is wrong."""
+    """A malformed field: its JSON path and what is wrong (`problem`, as Slurm's reader keeps
+    them: importers/slurm/reader.py)."""
 
     def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
-        self.message = message
+        self.problem = Problem.at(path, message)
+        super().__init__(str(self.problem))
 
 
 def at(path: str, key: str) -> str:

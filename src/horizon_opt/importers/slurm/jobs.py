@@ -3,12 +3,12 @@ deadline and priority, and, when it runs, where and from when to when it is plac
 
 `JobMapper` holds what the mapping needs (the cluster file, the horizon around the snapshot,
 sacct's history) and what it finds (the jobs, the notes, the jobs left out and why); the mapping
-itself is the table in `importers/slurm.py`, whose importer goes over the payload's records with
+itself is the table in `importers/slurm/importer.py`, whose importer goes over the payload's records with
 it and then over all jobs together (GPU indices, dependencies, the compiler's word).
 
-Its parts: `JobMapperCore` (importers/slurm_jobs_core.py: the horizon, notes, a job's GPUs and run
+Its parts: `JobMapperCore` (importers/slurm/jobs_core.py: the horizon, notes, a job's GPUs and run
 time), `PendingJobs` (here: the pools a pending job may run on, its release, deadline and
-priority) and `RunningJobs` (importers/slurm_jobs_running.py: the nodes and slots of a running
+priority) and `RunningJobs` (importers/slurm/jobs_running.py: the nodes and slots of a running
 job).
 """
 
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 
-from horizon_opt.importers.slurm_jobs_core import Job, JobMapperCore, no_gpus_cause, no_gpus_reason
-from horizon_opt.importers.slurm_jobs_running import RunningJobs
-from horizon_opt.importers.slurm_reader import INFINITE
-from horizon_opt.importers.slurm_reader import Record as _Record
-from horizon_opt.importers.slurm_strings import Gpus
+from horizon_opt.importers.slurm.jobs_core import Job, JobMapperCore, no_gpus_cause, no_gpus_reason
+from horizon_opt.importers.slurm.jobs_running import RunningJobs
+from horizon_opt.importers.slurm.reader import INFINITE
+from horizon_opt.importers.slurm.reader import Record as _Record
+from horizon_opt.schedulers.slurm import Gpus
 from horizon_opt.times import iso
 
 __all__ = ["JobMapper", "PendingJobs"]
@@ -128,10 +128,10 @@ class PendingJobs(JobMapperCore):
         if not pools:
             return None
         minutes, _ = self.minutes(rec, job_id)
-        release = max(rec.submit_time or self.start, self.start)
+        release = max(rec.submit_time or self.clock.start, self.clock.start)
         if rec.eligible_time is not None and rec.eligible_time > max(release, self.snapshot):
             release = rec.eligible_time
-            if self.slot(release, up=True) >= self.slots:
+            if self.clock.up(release) >= self.clock.slots:
                 self.skip(
                     job_id, "eligible_time", f"eligible from {iso(release)}, after the horizon"
                 )
@@ -141,8 +141,8 @@ class PendingJobs(JobMapperCore):
             )
         job = Job(job_id, rec, gpus.count, minutes, pools, release, whole=job_id)
         if rec.deadline is not None:
-            if rec.deadline <= self.snapshot or self.slot(rec.deadline, up=False) < self.slot(
-                release, up=True
+            if rec.deadline <= self.snapshot or self.clock.down(rec.deadline) < self.clock.up(
+                release
             ):
                 self.skip(
                     job_id,

@@ -3,9 +3,9 @@ conditions Kueue set, and the admission (flavors, admitted pods, topology, charg
 
 `workload_items` finds the Workloads in what `kubectl get workloads -A -o json` (or `-o yaml`)
 writes, `parse_workload` reads one, `gpu_quantity` reads a Kubernetes quantity as whole GPUs.
-A malformed field raises Bad (importers/kube.py) naming its JSON path
+A malformed field raises Bad (importers/kueue/kube.py) naming its JSON path
 (`items[2].spec.podSets[0].count: expected an integer, got '3'`); what the importer makes of a
-Workload is the table in importers/kueue.py.
+Workload is the table in importers/kueue/importer.py.
 """
 
 from __future__ import annotations
@@ -18,19 +18,19 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from horizon_opt.errors import InputError
-from horizon_opt.importers.kube import Bad as _Bad
-from horizon_opt.importers.kube import at as _at
-from horizon_opt.importers.kube import bool_at as _bool_at
-from horizon_opt.importers.kube import int_at as _int_at
-from horizon_opt.importers.kube import items_of as _items_of
-from horizon_opt.importers.kube import list_at as _list_at
-from horizon_opt.importers.kube import object_at as _object_at
-from horizon_opt.importers.kube import object_of as _object
-from horizon_opt.importers.kube import str_at as _str_at
-from horizon_opt.importers.kube import str_map_at as _str_map_at
-from horizon_opt.importers.kube import timestamp as _timestamp
-from horizon_opt.importers.kube import what as _what
-from horizon_opt.importers.topology import HOSTNAME_LEVEL, topology_hosts
+from horizon_opt.importers.kueue.kube import Bad as _Bad
+from horizon_opt.importers.kueue.kube import at as _at
+from horizon_opt.importers.kueue.kube import bool_at as _bool_at
+from horizon_opt.importers.kueue.kube import int_at as _int_at
+from horizon_opt.importers.kueue.kube import items_of as _items_of
+from horizon_opt.importers.kueue.kube import list_at as _list_at
+from horizon_opt.importers.kueue.kube import object_at as _object_at
+from horizon_opt.importers.kueue.kube import object_of as _object
+from horizon_opt.importers.kueue.kube import str_at as _str_at
+from horizon_opt.importers.kueue.kube import str_map_at as _str_map_at
+from horizon_opt.importers.kueue.kube import timestamp as _timestamp
+from horizon_opt.importers.kueue.kube import what as _what
+from horizon_opt.importers.kueue.topology import HOSTNAME_LEVEL, topology_hosts
 from horizon_opt.model.spec import show
 
 __all__ = [
@@ -134,7 +134,7 @@ class _Condition:
 
 @dataclass(frozen=True)
 class Workload:
-    """One Workload as read; importers/kueue.py's table says what becomes of each field."""
+    """One Workload as read; importers/kueue/importer.py's table says what becomes of each field."""
 
     index: int
     path: str

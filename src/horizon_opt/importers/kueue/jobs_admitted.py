@@ -1,19 +1,20 @@
 """An admitted Kueue Workload, placed on the pool Kueue admitted it to, from its admission to
-its expected end within the horizon (its nodes come later, in importers/kueue.py).
+its expected end within the horizon (its nodes come later, in importers/kueue/importer.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from horizon_opt.importers.cluster import ClusterPool
-from horizon_opt.importers.kube import Bad as _Bad
-from horizon_opt.importers.kube import timestamp as _timestamp
-from horizon_opt.importers.kueue_jobs_core import DURATION_ANNOTATION, WorkloadMapperCore
-from horizon_opt.importers.kueue_workload import Workload as _Workload
+from horizon_opt.importers.draft import JobDraft
+from horizon_opt.importers.kueue.jobs_core import WorkloadMapperCore
+from horizon_opt.importers.kueue.kube import Bad as _Bad
+from horizon_opt.importers.kueue.kube import timestamp as _timestamp
+from horizon_opt.importers.kueue.workload import Workload as _Workload
 from horizon_opt.model.instance import duration_minutes
+from horizon_opt.schedulers.kueue import DURATION_ANNOTATION
 from horizon_opt.times import iso
 
 __all__ = ["AdmittedWorkloads", "Running"]
@@ -24,10 +25,15 @@ class Running:
     """An admitted workload's job on its pool from slot `start` to `end`, waiting for nodes."""
 
     w: _Workload
-    job: dict[str, Any]
+    job: JobDraft
     pool: ClusterPool
     start: int
     end: int
+
+    @property
+    def gpus(self) -> int:
+        """Its gang's GPUs (a workload's are whole: importers/kueue/gang.py)."""
+        return int(self.job["gpus"])
 
 
 class AdmittedWorkloads(WorkloadMapperCore):
@@ -53,7 +59,7 @@ class AdmittedWorkloads(WorkloadMapperCore):
         return pools[:1]
 
     def run_slots(
-        self, w: _Workload, job: dict[str, Any], release: datetime | None
+        self, w: _Workload, job: JobDraft, release: datetime | None
     ) -> tuple[datetime | None, int, str, int] | None:
         """A running workload's release, first slot (and the time `placed` says), and end slot;
         None (noted) when it ends by `now`."""
@@ -68,7 +74,7 @@ class AdmittedWorkloads(WorkloadMapperCore):
                 f"admitted {iso(start)}, at `now`: placed from the slot before, so it is running",
             )
             if release is not None:
-                release = min(release, clock.start + first * clock.step)
+                release = min(release, clock.at(first))
         if first < 0:
             self.note(
                 w,
@@ -105,11 +111,11 @@ class AdmittedWorkloads(WorkloadMapperCore):
             release = start
         return start, release
 
-    def run_end(self, w: _Workload, job: dict[str, Any], start: datetime) -> int | None:
+    def run_end(self, w: _Workload, job: JobDraft, start: datetime) -> int | None:
         """The slot a running workload is expected to end at, within the horizon and after
         `now`; None (noted) when it ends between the snapshot and `now`."""
         clock = self.clock
-        expected = start + timedelta(minutes=duration_minutes(job["duration"]) or 0)
+        expected = start + timedelta(minutes=duration_minutes(str(job["duration"])) or 0)
         last = clock.up(expected)
         if expected <= clock.snapshot:
             last = clock.now + 1

@@ -13,10 +13,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from horizon_opt.errors import InputError
-from horizon_opt.importers.payload import check_slurm
-from horizon_opt.importers.slurm_reader import Fields as _Fields
-from horizon_opt.importers.slurm_reader import base_state as _base_state
+from horizon_opt.importers.slurm.payload import check_slurm
+from horizon_opt.importers.slurm.reader import Fields as _Fields
+from horizon_opt.importers.slurm.reader import base_state as _base_state
 from horizon_opt.model.spec import show
 
 __all__ = ["MIN_HISTORY", "History", "estimate_minutes", "read_history"]
@@ -41,8 +40,7 @@ def read_history(payload: Any, source: str = "sacct") -> History:
     """The history in parsed `sacct --json` output; InputError names the JSON path of a field
     of the wrong type."""
     check_slurm(payload, "sacct", source)
-    problems: list[str] = []
-    f = _Fields(source, problems)
+    f = _Fields(source)
     history = History()
     for k, job in enumerate(f.job_list(payload, "sacct --json output")):
         path = f"jobs[{k}]"
@@ -61,7 +59,7 @@ def read_history(payload: Any, source: str = "sacct") -> History:
         user = f.string(job, "user", path)
         name = f.string(job, "name", path)
         partitions = f.string(job, "partition", path)
-        if job_id is None or problems:
+        if job_id is None or f.problems:
             continue
         base = _base_state(current)
         history.states.setdefault(str(job_id), []).append(base)
@@ -76,8 +74,8 @@ def read_history(payload: Any, source: str = "sacct") -> History:
             for p in partitions.split(","):
                 history.by_partition.setdefault(p.strip(), []).append(ratio)
         history.elapsed.setdefault((user, name), []).append(elapsed / 60)
-    if problems:
-        raise InputError(problems)
+    if f.problems:
+        raise f.error()
     return history
 
 

@@ -6,7 +6,7 @@ write (or `-o json`): a List, a bare array or one object, `kueue.x-k8s.io` v1bet
 (`apis/kueue/*/localqueue_types.go`, `clusterqueue_types.go`). The two versions differ here only
 in the cohort's field: v1beta1 `spec.cohort`, v1beta2 `spec.cohortName`. A malformed field
 raises InputError naming the file and its JSON path; what the importer makes of the queues is
-in importers/kueue_teams.py.
+in importers/kueue/teams.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from horizon_opt.errors import InputError
-from horizon_opt.importers.kube import (
+from horizon_opt.importers.kueue.kube import (
     Bad,
     at,
     items_of,
@@ -28,8 +28,8 @@ from horizon_opt.importers.kube import (
     str_at,
     what,
 )
-from horizon_opt.importers.kueue_workload import whole_gpus
-from horizon_opt.importers.payload import kueue_version_notes
+from horizon_opt.importers.kueue.workload import whole_gpus
+from horizon_opt.schedulers.kueue import kueue_version_notes
 
 __all__ = [
     "ClusterQueue",

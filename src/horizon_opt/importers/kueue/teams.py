@@ -29,9 +29,10 @@ from typing import Any
 
 from horizon_opt.errors import InputError
 from horizon_opt.importers.cluster import ClusterFile
-from horizon_opt.importers.kube import at
-from horizon_opt.importers.kueue_queues import ClusterQueue, Queues
-from horizon_opt.importers.kueue_workload import Workload
+from horizon_opt.importers.draft import JobDraft
+from horizon_opt.importers.kueue.kube import at
+from horizon_opt.importers.kueue.queues import ClusterQueue, Queues
+from horizon_opt.importers.kueue.workload import Workload
 from horizon_opt.importers.result import some_jobs
 
 __all__ = ["QueueTeams", "team_name"]
@@ -61,7 +62,7 @@ class QueueTeams:
         self.pool_gpus = {p.name: p.nodes * p.gpus_per_node for p in cluster.pools}
 
     def apply(
-        self, parsed: Sequence[Workload], jobs: Sequence[tuple[Workload, dict[str, Any]]]
+        self, parsed: Sequence[Workload], jobs: Sequence[tuple[Workload, JobDraft]]
     ) -> list[dict[str, Any]]:
         """Set each job's `team` (jobs: (workload, its job)); the instance's teams."""
         if not self.cluster.teams and self.queues.cluster is None:

@@ -1,5 +1,5 @@
-"""What a payload is and which version of its API wrote it: Slurm's squeue or sacct and their
-data_parser, Kueue's Workload apiVersion.
+"""What a Slurm payload is and which version of its API wrote it: squeue or sacct, and their
+data_parser (Kueue's Workload apiVersion: schedulers/kueue.py).
 
 An `sacct --json` file given as the queue used to read as an empty queue, and a queue given as
 the history as a history of nothing: both looked like success. The kind is read from what the
@@ -10,12 +10,10 @@ its jobs' shape (`job_state` for squeue; `state` and `time` objects for sacct).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Any
 
 from horizon_opt.errors import InputError
 
-KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")  # docs/import.md
 PARSERS = (38, 42)  # data_parser versions v0.0.38 to v0.0.42 are documented (docs/import.md)
 _VERSION = re.compile(r"v0\.0\.(\d+)")
 
@@ -71,18 +69,3 @@ def check_slurm(payload: Any, expected: str, source: str) -> str | None:
             "read as the nearest documented shape; check the result"
         )
     return None
-
-
-def kueue_version_notes(items: Iterable[Any]) -> list[str]:
-    """A note per apiVersion of the Workloads that the importer was not written from."""
-    other = {
-        str(item["apiVersion"])
-        for item in items
-        if isinstance(item, dict)
-        and item.get("apiVersion", KUEUE_VERSIONS[0]) not in KUEUE_VERSIONS
-    }
-    return [
-        f"{version} is outside the documented {' and '.join(KUEUE_VERSIONS)}: read with their "
-        "field names; check the result"
-        for version in sorted(other)
-    ]

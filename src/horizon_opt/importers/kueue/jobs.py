@@ -1,32 +1,29 @@
 """One Kueue Workload as one instance job: its GPUs as a gang on the pools that can place it,
 its run time, priority, kind, release and deadline, and, when admitted, its pool and the slots
-it runs in (the nodes come later, from all running jobs together, in importers/kueue.py).
+it runs in (the nodes come later, from all running jobs together, in importers/kueue/importer.py).
 
-`WorkloadMapper` holds what the mapping needs (the cluster file, the horizon's `Clock`, the
+`WorkloadMapper` holds what the mapping needs (the cluster file, the horizon's clock (importers/clock.py), the
 pools of each flavor and LocalQueue) and the notes it makes; the mapping is the table in
-importers/kueue.py, whose importer goes over the payload with it.
+importers/kueue/importer.py, whose importer goes over the payload with it.
 
-Its parts: `WorkloadMapperCore` (importers/kueue_jobs_core.py: the clock, notes, a workload's
+Its parts: `WorkloadMapperCore` (importers/kueue/jobs_core.py: the clock, notes, a workload's
 GPUs, kind, priority, run time and deadline), `PendingWorkloads` (here: the pools a pending
-workload may be admitted to) and `AdmittedWorkloads` (importers/kueue_jobs_admitted.py: the
+workload may be admitted to) and `AdmittedWorkloads` (importers/kueue/jobs_admitted.py: the
 slots an admitted workload runs in).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from horizon_opt.importers.cluster import ClusterPool
-from horizon_opt.importers.kube import Bad as _Bad
-from horizon_opt.importers.kueue_gang import choose_gang
-from horizon_opt.importers.kueue_jobs_admitted import AdmittedWorkloads, Running
-from horizon_opt.importers.kueue_jobs_core import (
-    POOLS_ANNOTATION,
-    WorkloadMapperCore,
-    duration_text,
-)
-from horizon_opt.importers.kueue_workload import Workload as _Workload
+from horizon_opt.importers.draft import JobDraft, PlacedDraft
+from horizon_opt.importers.kueue.gang import choose_gang
+from horizon_opt.importers.kueue.jobs_admitted import AdmittedWorkloads, Running
+from horizon_opt.importers.kueue.jobs_core import WorkloadMapperCore, duration_text
+from horizon_opt.importers.kueue.kube import Bad as _Bad
+from horizon_opt.importers.kueue.workload import Workload as _Workload
+from horizon_opt.schedulers.kueue import POOLS_ANNOTATION
 from horizon_opt.times import iso
 
 __all__ = ["PendingWorkloads", "WorkloadMapper"]
@@ -122,7 +119,7 @@ class PendingWorkloads(WorkloadMapperCore):
 class WorkloadMapper(PendingWorkloads, AdmittedWorkloads):
     """Workloads, one at a time, mapped onto the cluster file's pools and horizon."""
 
-    def job(self, w: _Workload) -> tuple[dict[str, Any], Running | None] | None:
+    def job(self, w: _Workload) -> tuple[JobDraft, Running | None] | None:
         """The workload's job (a running one without its GPUs yet), or None with a note."""
         if not self.kept(w):
             return None
@@ -141,7 +138,7 @@ class WorkloadMapper(PendingWorkloads, AdmittedWorkloads):
         if not gang.pools:
             return None
         minutes = self.duration(w)
-        job: dict[str, Any] = {
+        job: JobDraft = {
             "id": w.id,
             "kind": self.kind(w),
             "priority": self.priority(w),
@@ -154,15 +151,15 @@ class WorkloadMapper(PendingWorkloads, AdmittedWorkloads):
         return self.times(w, job, running, gang.pools[0])
 
     def times(
-        self, w: _Workload, job: dict[str, Any], running: bool, pool: ClusterPool
-    ) -> tuple[dict[str, Any], Running | None] | None:
+        self, w: _Workload, job: JobDraft, running: bool, pool: ClusterPool
+    ) -> tuple[JobDraft, Running | None] | None:
         """Release, deadline and, when running, `placed` (without GPUs)."""
         clock = self.clock
         release = w.created
         if release is None:
             self.note(w, "metadata.creationTimestamp", "not given: released now")
         placed = None
-        where: dict[str, Any] | None = None
+        where: PlacedDraft | None = None
         if running:
             slots = self.run_slots(w, job, release)
             if slots is None:

@@ -5,8 +5,8 @@ Slurm's data_parser writes numbers three ways: v0.0.40 and later wrap them as `{
 "infinite": false, "number": N}`; v0.0.39 wraps some and writes others plain; v0.0.38 and earlier
 write plain numbers, `null` for unset or INFINITE, and the raw sentinels NO_VAL (4294967294) and
 INFINITE (4294967295). `Fields` reads all of them as a `SlurmNumber`: an int, INFINITE, or None
-(unset). `read_record` reads one job of `squeue --json` into a `Record`; `importers/slurm.py`
-says what the importer makes of it, and `importers/slurm_history.py` reads sacct's jobs with the
+(unset). `read_record` reads one job of `squeue --json` into a `Record`; `importers/slurm/importer.py`
+says what the importer makes of it, and `importers/slurm/history.py` reads sacct's jobs with the
 same `Fields`.
 """
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from horizon_opt.errors import InputError, Problem
 from horizon_opt.model.spec import show
 
 __all__ = [
@@ -60,14 +61,18 @@ SlurmNumber = int | _Infinite | None  # None: unset (Slurm's NO_VAL, null, or ab
 
 
 class Fields:
-    """Typed access to a JSON object's fields, collecting problems as `<source>: <path>: ...`."""
+    """Typed access to a JSON object's fields, collecting every problem with its JSON path
+    (`error()` then refuses the payload, one line per problem: `<source>: <path>: ...`)."""
 
-    def __init__(self, source: str, problems: list[str]) -> None:
+    def __init__(self, source: str) -> None:
         self.source = source
-        self.problems = problems
+        self.problems: list[Problem] = []
 
     def fail(self, path: str, message: str) -> None:
-        self.problems.append(f"{self.source}: {path}: {message}")
+        self.problems.append(Problem.at(path, message))
+
+    def error(self) -> InputError:
+        return InputError([f"{self.source}: {p}" for p in self.problems])
 
     def number(self, obj: dict[str, Any], key: str, path: str, what: str) -> SlurmNumber:
         """A Slurm number: plain, null, a sentinel, or `{set, infinite, number}`."""

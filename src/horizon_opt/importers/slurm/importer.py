@@ -29,75 +29,43 @@ compiles (a job the compiler still refuses is left out with its message as the n
 that is not Slurm's shape (not an object, `jobs` missing or not a list, a job without `job_id`, a
 field of the wrong type) raises InputError naming the file and the JSON path.
 
-The payloads are read by importers/slurm_reader.py (typed fields, JSON paths in errors) and
-importers/slurm_history.py (sacct: run-time estimates, finished jobs' outcomes); one job is
-mapped by importers/slurm_jobs.py, its account to a team by importers/slurm_teams.py; this module goes over the records (states, arrays) and then
+The payloads are read by importers/slurm/reader.py (typed fields, JSON paths in errors) and
+importers/slurm/history.py (sacct: run-time estimates, finished jobs' outcomes); one job is
+mapped by importers/slurm/jobs.py, its account to a team by importers/slurm/teams.py; this module goes over the records (states, arrays) and then
 over all jobs together (GPU indices, dependencies, what the compiler refuses).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from datetime import UTC, datetime
 from typing import Any
 
-from horizon_opt.errors import InputError, InstanceError
+from horizon_opt.errors import InputError, InstanceError, Problem, in_item
 from horizon_opt.importers.cluster import (
     ClusterFile,
     check_snapshot,
     instance_document,
     outages_after_running,
 )
-from horizon_opt.importers.payload import check_slurm
+from horizon_opt.importers.draft import JobDraft
 from horizon_opt.importers.result import Imported, Note, compile_document, gpu_indices
-from horizon_opt.importers.slurm_history import (
-    MIN_HISTORY,
-    History,
-    estimate_minutes,
-    read_history,
-)
-from horizon_opt.importers.slurm_jobs import JobMapper
-from horizon_opt.importers.slurm_jobs_core import Job as _Job
-from horizon_opt.importers.slurm_reader import BASE_STATES as _BASE_STATES
-from horizon_opt.importers.slurm_reader import Fields as _Fields
-from horizon_opt.importers.slurm_reader import Record as _Record
-from horizon_opt.importers.slurm_reader import base_state as _base_state
-from horizon_opt.importers.slurm_reader import read_record as _read_record
-from horizon_opt.importers.slurm_strings import (
-    Dependency,
-    Gpus,
-    NodeGpus,
-    expand_hostlist,
-    expand_ranges,
-    parse_dependency,
-    parse_gpus,
-    parse_gres_detail,
-)
-from horizon_opt.importers.slurm_teams import account_team, unmatched_accounts
-from horizon_opt.importers.source import read_json
+from horizon_opt.importers.slurm.history import read_history
+from horizon_opt.importers.slurm.jobs import JobMapper
+from horizon_opt.importers.slurm.jobs_core import Job as _Job
+from horizon_opt.importers.slurm.payload import check_slurm
+from horizon_opt.importers.slurm.reader import BASE_STATES as _BASE_STATES
+from horizon_opt.importers.slurm.reader import Fields as _Fields
+from horizon_opt.importers.slurm.reader import Record as _Record
+from horizon_opt.importers.slurm.reader import base_state as _base_state
+from horizon_opt.importers.slurm.reader import read_record as _read_record
+from horizon_opt.importers.slurm.teams import account_team, unmatched_accounts
 from horizon_opt.model.instance import duration_minutes
 from horizon_opt.model.spec import show
+from horizon_opt.schedulers.slurm import Dependency, expand_ranges, parse_dependency
 from horizon_opt.times import iso, parse_time
 
-__all__ = [
-    "MAX_ARRAY_TASKS",
-    "MIN_HISTORY",
-    "Dependency",
-    "Gpus",
-    "History",
-    "NodeGpus",
-    "estimate_minutes",
-    "expand_hostlist",
-    "expand_ranges",
-    "import_slurm",
-    "parse_dependency",
-    "parse_gpus",
-    "parse_gres_detail",
-    "read_history",
-    "read_json",
-    "scale_priority",
-]
+__all__ = ["DEFAULT_DURATION", "MAX_ARRAY_TASKS", "import_slurm", "scale_priority"]
 
 DEFAULT_DURATION = "4h"  # a job with no time limit and no history (as Kueue's default)
 MAX_ARRAY_TASKS = 10_000  # tasks imported from one pending array record; the rest get a note
@@ -364,10 +332,10 @@ class _Importer(JobMapper):
 
     def document(self, name: str) -> dict[str, Any]:
         highest = max((j.priority for j in self.jobs), default=0)
-        jobs: list[dict[str, Any]] = []
+        jobs: list[JobDraft] = []
         for j in self.jobs:
             priority = scale_priority(j.priority, highest)
-            out: dict[str, Any] = {
+            out: JobDraft = {
                 "id": j.id,
                 "priority": int(priority) if priority.is_integer() else priority,
                 "gpus": j.gpus,
@@ -397,7 +365,7 @@ class _Importer(JobMapper):
             if j.placed is not None
         ]
         outages, notes = outages_after_running(
-            self.cluster, running, self.at, lambda t: self.at(self.slot(t, up=True))
+            self.cluster, running, self.clock.at, lambda t: self.clock.at(self.clock.up(t))
         )
         for job, text in dict.fromkeys(notes):
             if Note(job, "nodes", text) not in self.notes:  # (the document is built per pass)
@@ -415,16 +383,14 @@ class _Importer(JobMapper):
                 return document
             except InstanceError as exc:
                 bad: dict[int, str] = {}
-                other: list[str] = []
-                for problem in exc.problems:
-                    m = re.match(r"jobs\[(\d+)\]([^:]*): (.*)", problem, re.DOTALL)
-                    if m is None or int(m.group(1)) >= len(self.jobs):
+                other: list[str | Problem] = []
+                for problem in exc.details:
+                    found = in_item(problem, "jobs")
+                    if found is None or found[0] >= len(self.jobs):
                         other.append(problem)
                     else:
-                        where = m.group(2).lstrip(".")
-                        bad.setdefault(
-                            int(m.group(1)), f"{where}: {m.group(3)}" if where else m.group(3)
-                        )
+                        k, where, message = found
+                        bad.setdefault(k, f"{where}: {message}" if where else message)
                 if other or not bad:
                     raise InputError(
                         [f"{self.source} with the cluster file: {p}" for p in exc.problems]
@@ -504,13 +470,12 @@ def import_slurm(
     default_minutes = duration_minutes(default_duration)
     if default_minutes is None or default_minutes <= 0:
         raise InputError([f"default_duration: not a duration: {show(default_duration)} (e.g. 4h)"])
-    problems: list[str] = []
-    f = _Fields(squeue_source, problems)
+    f = _Fields(squeue_source)
     raw = f.job_list(squeue, "squeue --json output")
     records = [r for k, job in enumerate(raw) if (r := _read_record(f, k, job)) is not None]
     when, snapshot_note = _snapshot(squeue if isinstance(squeue, dict) else {}, f, snapshot)
-    if problems:
-        raise InputError(problems)
+    if f.problems:
+        raise f.error()
     field = "last_update" if snapshot_note is None else snapshot_note.field
     read = field == "last_backfill" or snapshot_note is None
     check_snapshot(cluster, when, f"{squeue_source}: {field}" if read else "--now")
@@ -549,7 +514,7 @@ def import_slurm(
     return Imported(document, tuple(notes), cluster.folder)
 
 
-def _time(text: str) -> datetime:
-    when = parse_time(text)
+def _time(text: int | str) -> datetime:
+    when = parse_time(str(text))
     assert when is not None  # the importer wrote it
     return when

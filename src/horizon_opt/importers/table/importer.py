@@ -28,10 +28,11 @@ import os
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-from horizon_opt.errors import InputError, InstanceError
-from horizon_opt.importers.cluster import ClusterFile, horizon_start, instance_document
+from horizon_opt.errors import InputError, InstanceError, Problem, in_item
+from horizon_opt.importers.clock import Clock
+from horizon_opt.importers.cluster import ClusterFile, instance_document
+from horizon_opt.importers.draft import JobDraft
 from horizon_opt.importers.result import Imported, Note, gpu_indices
 from horizon_opt.io import read_input
 from horizon_opt.model.instance import duration_minutes
@@ -51,7 +52,6 @@ OPTIONAL = (
     "nodes",
 )
 _SPLIT = re.compile(r"[\s;]+")
-_JOB_PATH = re.compile(r"^jobs\[(\d+)\](\.?)(.*)$", re.DOTALL)
 
 
 def _words(cell: str) -> list[str]:
@@ -64,20 +64,19 @@ def _time(cell: str) -> int | str:
     return int(text) if text.isascii() and text.isdigit() else text
 
 
-def _end(row: dict[str, str], start: int | str, first: datetime, minutes: int) -> datetime | None:
+def _end(row: dict[str, str], start: int | str, clock: Clock) -> datetime | None:
     """A placed job's expected end as a time (its `end`, else start + duration), when the cells
     say it plainly; None leaves the compiler to judge them."""
     at = _time(row["end"]) if row.get("end") else None
     if isinstance(at, str):
         return parse_time(at)
-    begin = first + timedelta(minutes=minutes * start) if isinstance(start, int) else None
-    begin = begin or (parse_time(start) if isinstance(start, str) else None)
+    begin = clock.at(start) if isinstance(start, int) else parse_time(start)
     if begin is None:
         return None
     if isinstance(at, int):
-        return first + timedelta(minutes=minutes * at)
+        return clock.at(at)
     length = _time(row["duration"])
-    span = length * minutes if isinstance(length, int) else duration_minutes(length)
+    span = length * clock.minutes if isinstance(length, int) else duration_minutes(length)
     return None if span is None else begin + timedelta(minutes=span)
 
 
@@ -109,21 +108,18 @@ def read_table(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list
 
 class _Grid:
     """What placing a running row needs: the cluster's nodes (by every name a row may use) and
-    the horizon's first slot, slot length and end."""
+    the horizon's clock."""
 
     def __init__(self, cluster: ClusterFile, snapshot: datetime) -> None:
         self.aliases = cluster.node_aliases()  # a host name or <pool>-<i> -> instance node name
         self.node_pools = cluster.node_pools()  # instance node name -> its pool
         self.per_node = {n: p.gpus_per_node for n, p in self.node_pools.items()}
-        self.first = horizon_start(cluster, snapshot)
-        self.minutes = cluster.horizon.slot_minutes
-        self.last = self.first + timedelta(minutes=self.minutes * cluster.horizon.slots)
-        self.open_end = cluster.horizon.open_end  # then a running job is placed until its end
+        self.clock = Clock(cluster, snapshot)
 
 
-def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> dict[str, Any]:
+def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> JobDraft:
     """A row's job fields, as the instance file has them."""
-    job: dict[str, Any] = {"id": row["id"]}
+    job: JobDraft = {"id": row["id"]}
     job["gpus"] = _number(row["gpus"], r, "gpus", file)
     job["duration"] = _time(row["duration"])
     job["priority"] = _number(row["priority"], r, "priority", file) if row.get("priority") else 1
@@ -131,9 +127,10 @@ def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> di
         job["kind"] = row["kind"]
     if row.get("pools"):
         job["pools"] = _words(row["pools"])
-    for field in ("release", "deadline"):
-        if row.get(field):
-            job[field] = _time(row[field])
+    if row.get("release"):
+        job["release"] = _time(row["release"])
+    if row.get("deadline"):
+        job["deadline"] = _time(row["deadline"])
     if row.get("after"):
         job["after"] = _words(row["after"])
     if row.get("team"):  # an unknown name stays as written: the instance refuses it by row
@@ -142,7 +139,7 @@ def _row_job(row: dict[str, str], r: int, file: str, cluster: ClusterFile) -> di
 
 
 def _place(
-    job: dict[str, Any], row: dict[str, str], r: int, file: str, grid: _Grid, notes: list[Note]
+    job: JobDraft, row: dict[str, str], r: int, file: str, grid: _Grid, notes: list[Note]
 ) -> dict[str, int]:
     """A running row's `placed` (without its GPU indices) into `job`: its pool, start and end,
     a start before the horizon moved to it and an end after it cut there (noted); returns the
@@ -160,19 +157,19 @@ def _place(
     gpus = job["gpus"]
     share = gpus // len(nodes) if isinstance(gpus, int) else 0
     start = _time(row["start"])
-    first = grid.first
-    if isinstance(start, str) and (when := parse_time(start)) is not None and when < first:
+    clock = grid.clock
+    if isinstance(start, str) and (when := parse_time(start)) is not None and when < clock.start:
         notes.append(
-            Note(row["id"], "start", f"{start} is before the horizon: placed from {iso(first)}")
+            Note(row["id"], "start", f"{start} is before the horizon: placed from {clock.time(0)}")
         )
-        start = iso(first)
+        start = clock.time(0)
     job["placed"] = {"pool": pool, "start": start}
-    end = _end(row, start, first, grid.minutes)
-    if end is not None and end > grid.last and not grid.open_end:
+    end = _end(row, start, clock)
+    if end is not None and end > clock.end and not clock.open_end:
         notes.append(
             Note(row["id"], "end", f"{iso(end)} is after the horizon: placed to end with it")
         )
-        job["placed"]["end"] = iso(grid.last)
+        job["placed"]["end"] = iso(clock.end)
     elif row.get("end"):
         job["placed"]["end"] = _time(row["end"])
     return {n: share for n in nodes}
@@ -194,7 +191,7 @@ def import_table(
         if c not in REQUIRED + OPTIONAL
     ]
     grid = _Grid(cluster, snapshot)
-    jobs: list[dict[str, Any]] = []
+    jobs: list[JobDraft] = []
     running: list[tuple[str, dict[str, int]]] = []
     for r, row in enumerate(rows, start=2):
         job = _row_job(row, r, file, cluster)
@@ -211,16 +208,15 @@ def import_table(
     try:
         imported.compile()
     except InstanceError as exc:
-        raise InputError([_row_problem(file, p, rows) for p in exc.problems]) from None
+        raise InputError([_row_problem(file, p, rows) for p in exc.details]) from None
     return imported
 
 
-def _row_problem(file: str, problem: str, rows: list[dict[str, str]]) -> str:
+def _row_problem(file: str, problem: str | Problem, rows: list[dict[str, str]]) -> str:
     """A compile problem said against the table's row and column, where it is a job's."""
-    where, _, message = problem.partition(": ")
-    m = _JOB_PATH.match(where)
-    if m is None:
+    found = in_item(problem, "jobs")
+    if found is None:
         return f"{file}: {problem}"
-    k = int(m.group(1))
-    column = m.group(3).split(".")[0].split("[")[0] or "row"
+    k, inside, message = found
+    column = inside.split(".")[0].split("[")[0] or "row"
     return f"{file}: row {k + 2} ({rows[k]['id']}): {column}: {message}"

@@ -19,7 +19,7 @@ array of them (the `items` of such a List), is read the same way.
 | `metadata.creationTimestamp` | `release` (ISO-8601) |
 | annotation `horizon-opt/deadline: "2026-12-02T06:00:00Z"` | `deadline`; none without it |
 | annotation `horizon-opt/kind: training` | `kind`; `other` without it |
-| condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`; v1beta1 `domains` or v1beta2 `slices`, importers/topology.py) named in `pools[].node_names` (`gpus` names them as they are: the instance's `node_names`), one placed part per host when the placement rule cannot hold its GPUs per node (importers/parts.py), else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
+| condition `Admitted` True (and not `Evicted` True) | `placed`: running on its flavor's pool from the condition's `lastTransitionTime`, until that plus `duration`; on the hosts of a topology assignment (`kubernetes.io/hostname`; v1beta1 `domains` or v1beta2 `slices`, importers/kueue/topology.py) named in `pools[].node_names` (`gpus` names them as they are: the instance's `node_names`), one placed part per host when the placement rule cannot hold its GPUs per node (importers/parts.py), else on the lowest nodes of the pool that have room (noted: Kueue does not record nodes) |
 | condition `Finished` True, `spec.active: false` (unless horizon-opt held it: annotation `horizon-opt/held: "true"`, pending as any other), or `metadata.deletionTimestamp` set | left out (noted) |
 | conditions `Evicted`, `Preempted` True, `QuotaReserved` False with reason `Inadmissible`, `QuotaReserved` True without `Admitted` (admission checks pending: then on the reserved flavor's pool) | a pending job (not placed), noted with the condition's reason and message |
 | `status.admission.clusterQueue`; without an admission, the LocalQueue's `spec.clusterQueue` (`localqueues`: `metadata.namespace` + `metadata.name` = the workload's namespace + `spec.queueName`), else the ClusterQueue that admitted workloads of the same LocalQueue in the payload (noted), else none (noted) | `team`: the cluster file's team whose `queues` lists the ClusterQueue, else the team named like it (characters outside `[a-z0-9_-]`, such as dots, become `-`, noted), else the ClusterQueue's own team (`clusterqueues`); none otherwise (one note per ClusterQueue); no teams at all without `teams` in the cluster file and without `clusterqueues` |
@@ -42,9 +42,9 @@ whole nodes in Kubernetes (noted).
 Malformed input raises InputError, one line per workload, naming the JSON path
 (`workloads.json: items[2].spec.podSets[0].count: expected an integer, got '3'`).
 
-A Workload is parsed by importers/kueue_workload.py and mapped to one job by
-importers/kueue_jobs.py; LocalQueues and ClusterQueues are read by importers/kueue_queues.py and
-become teams in importers/kueue_teams.py; this module goes over the payload: the pools each
+A Workload is parsed by importers/kueue/workload.py and mapped to one job by
+importers/kueue/jobs.py; LocalQueues and ClusterQueues are read by importers/kueue/queues.py and
+become teams in importers/kueue/teams.py; this module goes over the payload: the pools each
 LocalQueue's admitted workloads hold, the nodes and GPU indices of the running jobs, parts,
 teams, and the compiler's word.
 """
@@ -53,55 +53,37 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from horizon_opt.errors import InputError, InstanceError
+from horizon_opt.errors import InputError, InstanceError, Problem, in_item
+from horizon_opt.importers.clock import Clock as _Clock
 from horizon_opt.importers.cluster import (
     ClusterFile,
     ClusterPool,
     check_snapshot,
     instance_document,
 )
-from horizon_opt.importers.kube import Bad as _Bad
-from horizon_opt.importers.kube import read_objects
-from horizon_opt.importers.kueue_jobs import WorkloadMapper
-from horizon_opt.importers.kueue_jobs_admitted import Running as _Running
-from horizon_opt.importers.kueue_jobs_core import (
-    DEADLINE_ANNOTATION,
-    DURATION_ANNOTATION,
-    KIND_ANNOTATION,
-    POOLS_ANNOTATION,
-    kueue_priority,
-)
-from horizon_opt.importers.kueue_jobs_core import Clock as _Clock
-from horizon_opt.importers.kueue_queues import Queues, read_queues
-from horizon_opt.importers.kueue_teams import QueueTeams
-from horizon_opt.importers.kueue_workload import Workload as _Workload
-from horizon_opt.importers.kueue_workload import gpu_quantity
-from horizon_opt.importers.kueue_workload import job_hosts as _job_hosts
-from horizon_opt.importers.kueue_workload import parse_workload as _parse
-from horizon_opt.importers.kueue_workload import workload_items as _items
+from horizon_opt.importers.draft import JobDraft, PlacedDraft
+from horizon_opt.importers.kueue.jobs import WorkloadMapper
+from horizon_opt.importers.kueue.jobs_admitted import Running as _Running
+from horizon_opt.importers.kueue.kube import Bad as _Bad
+from horizon_opt.importers.kueue.kube import read_objects
+from horizon_opt.importers.kueue.queues import Queues, read_queues
+from horizon_opt.importers.kueue.teams import QueueTeams
+from horizon_opt.importers.kueue.workload import Workload as _Workload
+from horizon_opt.importers.kueue.workload import job_hosts as _job_hosts
+from horizon_opt.importers.kueue.workload import parse_workload as _parse
+from horizon_opt.importers.kueue.workload import workload_items as _items
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
-from horizon_opt.importers.payload import kueue_version_notes
 from horizon_opt.importers.result import Imported, gpu_indices
 from horizon_opt.model.instance import duration_minutes
 from horizon_opt.model.spec import show
+from horizon_opt.schedulers.kueue import kueue_version_notes
 from horizon_opt.times import iso
 
-__all__ = [
-    "DEADLINE_ANNOTATION",
-    "DURATION_ANNOTATION",
-    "GPU_RESOURCES",
-    "KIND_ANNOTATION",
-    "POOLS_ANNOTATION",
-    "gpu_quantity",
-    "import_kueue",
-    "kueue_priority",
-    "read_workloads",
-]
+__all__ = ["GPU_RESOURCES", "import_kueue", "read_workloads"]
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 
@@ -189,7 +171,7 @@ def import_kueue(
     `2d`). `gpu_resources`: the extended resources counted as GPUs. `source`: the file name that
     error messages start with. `localqueues`, `clusterqueues`: parsed `kubectl get localqueues
     -A -o yaml` and `kubectl get clusterqueues -o yaml` (optional; `*_source` name them): each
-    job's team and the teams' quotas and limits (importers/kueue_teams.py). Malformed input
+    job's team and the teams' quotas and limits (importers/kueue/teams.py). Malformed input
     raises InputError naming the JSON path; what the mapping could not carry over as is becomes
     a Note (the module's text gives the mapping).
     """
@@ -252,7 +234,7 @@ class _Importer(WorkloadMapper):
                     if pool.name not in seen:
                         seen.append(pool.name)
         ids: set[str] = set()
-        jobs: list[tuple[_Workload, dict[str, Any]]] = []
+        jobs: list[tuple[_Workload, JobDraft]] = []
         running: list[_Running] = []
         problems = []
         for w in parsed:
@@ -294,24 +276,23 @@ class _Importer(WorkloadMapper):
         try:
             result.compile()
         except InstanceError as exc:
-            raise InputError([_workload_problem(source, p, kept) for p in exc.problems]) from None
+            raise InputError([_workload_problem(source, p, kept) for p in exc.details]) from None
         return result
 
-    def parts(self, job_id: str, job: dict[str, Any]) -> list[dict[str, Any]]:
+    def parts(self, job_id: str, job: JobDraft) -> list[JobDraft]:
         """The job, or its parts when its topology assignment holds GPUs per node that the
         placement rule cannot hold as one gang (importers/parts.py)."""
         hosts = self.split.get(job_id)
         if hosts is None:
             return [job]
-        out = []
+        out: list[JobDraft] = []
         pool_of = {n: p.name for n, p in self.cluster.node_pools().items()}
         for node, idx in job["placed"]["gpus"].items():
             pool = pool_of[node]
-            placed = {**job["placed"], "pool": pool, "gpus": {node: idx}}
-            out.append(
-                {**job, "id": part_id(job_id, hosts[node]), "gpus": len(idx), "pools": [pool]}
-                | {"placed": placed}
-            )
+            placed: PlacedDraft = {**job["placed"], "pool": pool, "gpus": {node: idx}}
+            part_of = part_id(job_id, hosts[node])
+            part: JobDraft = {**job, "id": part_of, "gpus": len(idx), "pools": [pool]}
+            out.append(part | {"placed": placed})
         return out
 
     def place(self, running: list[_Running]) -> dict[str, dict[str, int]]:
@@ -325,7 +306,7 @@ class _Importer(WorkloadMapper):
             if hosts is None:
                 later.append((r, ""))
                 continue
-            given, why = nodes.given(hosts, r.pool, r.job["gpus"], r.start, r.end)
+            given, why = nodes.given(hosts, r.pool, r.gpus, r.start, r.end)
             if given is None:
                 later.append((r, f"its topology assignment is not used: {why}; "))
                 continue
@@ -340,13 +321,13 @@ class _Importer(WorkloadMapper):
                 self.note(r.w, "status.admission", split_note(held, per_node))
                 self.split[r.w.id] = {n: names[n] for n in given}
         for r, why in sorted(later, key=lambda x: (x[0].start, x[0].w.index)):
-            lowest = nodes.lowest(r.pool, r.job["gpus"], r.start, r.end)
+            lowest = nodes.lowest(r.pool, r.gpus, r.start, r.end)
             if lowest is None:
                 self.note(
                     r.w,
                     "status.admission",
                     f"{why}admitted on pool {r.pool.name}, where the running jobs leave no room "
-                    f"for a gang of {r.job['gpus']} GPUs: left out (its GPUs look free to the "
+                    f"for a gang of {r.gpus} GPUs: left out (its GPUs look free to the "
                     "planner)",
                 )
                 continue
@@ -361,17 +342,15 @@ class _Importer(WorkloadMapper):
         return counts
 
 
-_JOB_PATH = re.compile(r"^jobs\[(\d+)\](.*)$", re.DOTALL)
-
-
 def _workload_problem(
-    source: str, problem: str, kept: Sequence[tuple[_Workload, dict[str, Any]]]
+    source: str, problem: str | Problem, kept: Sequence[tuple[_Workload, JobDraft]]
 ) -> str:
     """A compile problem said against the workload it comes from."""
-    where, _, message = problem.partition(": ")
-    m = _JOB_PATH.match(where)
-    if m is None or int(m.group(1)) >= len(kept):
+    found = in_item(problem, "jobs")
+    if found is None or found[0] >= len(kept):
         return f"{source}: {problem}"
-    w = kept[int(m.group(1))][0]
-    field = m.group(2).lstrip(".") or "job"
-    return f"{source}: {w.path or '(top level)'} ({w.id}): instance field {field}: {message}"
+    k, field, message = found
+    w = kept[k][0]
+    return (
+        f"{source}: {w.path or '(top level)'} ({w.id}): instance field {field or 'job'}: {message}"
+    )

@@ -1,7 +1,7 @@
 """Slurm's strings: hostlists, ranges, GRES/TRES GPU counts, per-node GPU detail, dependencies.
 
 Pure parsers of the text fields squeue and sacct write, apart from the payloads' structure
-(`importers/slurm_reader.py`), so that each can be tested on its own; each raises ValueError
+(`importers/slurm/reader.py`), so that each can be tested on its own; each raises ValueError
 naming what it could not read.
 """
 

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 
 from horizon_opt.errors import InputError
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
-from horizon_opt.importers.slurm_jobs_core import Job, JobMapperCore, no_gpus_cause, no_gpus_reason
-from horizon_opt.importers.slurm_reader import Record as _Record
-from horizon_opt.importers.slurm_strings import Gpus, NodeGpus, expand_hostlist, parse_gres_detail
+from horizon_opt.importers.slurm.jobs_core import Job, JobMapperCore, no_gpus_cause, no_gpus_reason
+from horizon_opt.importers.slurm.reader import Record as _Record
 from horizon_opt.model.spec import show
+from horizon_opt.schedulers.slurm import Gpus, NodeGpus, expand_hostlist, parse_gres_detail
 from horizon_opt.times import iso
 
 __all__ = ["RunningJobs"]
@@ -42,11 +42,11 @@ class RunningJobs(JobMapperCore):
         if times is None:
             return []
         minutes, start, ends = times
-        release = min(max(rec.submit_time or start, self.start), start)
+        release = min(max(rec.submit_time or start, self.clock.start), start)
         priority = rec.priority if isinstance(rec.priority, int) else 0
         deadline = None
         if rec.deadline is not None:
-            if self.slot(rec.deadline, up=False) < self.slot(release, up=True):
+            if self.clock.down(rec.deadline) < self.clock.up(release):
                 self.note(job_id, "deadline", f"{iso(rec.deadline)} is before its start: dropped")
             else:
                 deadline = rec.deadline
@@ -192,51 +192,53 @@ class RunningJobs(JobMapperCore):
             )
         if ends <= self.snapshot:
             limited = f"its time limit ({iso(at_limit)})" if at_limit else "its expected end"
-            ends = self.at(self.now_slot + 1)
+            ends = self.clock.at(self.clock.now + 1)
             self.note(
                 job_id,
                 "time_limit",
                 f"still running past {limited}: assumed to end at {iso(ends)}, one slot after now",
             )
-        elif self.slot(ends, up=True) <= self.now_slot:
-            if at_limit is not None and self.slot(at_limit, up=True) <= self.now_slot:
+        elif self.clock.up(ends) <= self.clock.now:
+            if at_limit is not None and self.clock.up(at_limit) <= self.clock.now:
                 self.skip(
                     job_id,
                     "time_limit",
                     f"its limit ends at {iso(at_limit)}, after the snapshot but by now "
-                    f"({iso(self.at(self.now_slot))}), where the plan starts: its GPUs are free "
+                    f"({iso(self.clock.at(self.clock.now))}), where the plan starts: its GPUs are free "
                     "then",
                 )
                 return None
             # It runs at the snapshot and nothing stops it by now: it holds its GPUs.
-            ends = at_limit if at_limit is not None else self.at(self.now_slot + 1)
+            ends = at_limit if at_limit is not None else self.clock.at(self.clock.now + 1)
             self.note(
                 job_id,
                 "time_limit",
-                f"expected to end by now ({iso(self.at(self.now_slot))}) but nothing stops it "
+                f"expected to end by now ({iso(self.clock.at(self.clock.now))}) but nothing stops it "
                 f"then: held until {iso(ends)}"
                 + (", its limit" if at_limit is not None else ", one slot after now"),
             )
         start = started
-        if started >= self.at(self.now_slot) and self.now_slot > 0:
-            start = self.at(self.now_slot - 1)  # running means started before now (FORMAT.md)
+        if started >= self.clock.at(self.clock.now) and self.clock.now > 0:
+            start = self.clock.at(
+                self.clock.now - 1
+            )  # running means started before now (FORMAT.md)
             self.note(
                 job_id,
                 "start_time",
                 f"started {iso(started)}, at `now`: placed from the slot before, so it is running",
             )
-        if started < self.start:
-            start = self.start
+        if started < self.clock.start:
+            start = self.clock.start
             self.note(
                 job_id,
                 "start_time",
-                f"started {iso(started)}, before the horizon: placed from its start {iso(self.start)}",
+                f"started {iso(started)}, before the horizon: placed from its start {iso(self.clock.start)}",
             )
-        if ends > self.end and not self.cluster.horizon.open_end:
-            ends = self.end
+        if ends > self.clock.end and not self.clock.open_end:
+            ends = self.clock.end
             self.note(
                 job_id,
                 "time_limit",
-                f"runs past the horizon: placed until its end {iso(self.end)}",
+                f"runs past the horizon: placed until its end {iso(self.clock.end)}",
             )
         return minutes, start, ends

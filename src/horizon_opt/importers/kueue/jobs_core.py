@@ -1,44 +1,39 @@
-"""What mapping a Kueue Workload needs whether it is admitted or pending: the horizon's `Clock`,
+"""What mapping a Kueue Workload needs whether it is admitted or pending: the horizon's clock,
 the pools of each flavor, the notes, and the workload's GPUs, kind, priority, run time and
 deadline.
 
-`WorkloadMapperCore` is shared by the pending part (`PendingWorkloads`, importers/kueue_jobs.py)
-and the admitted part (`AdmittedWorkloads`, importers/kueue_jobs_admitted.py) of `WorkloadMapper`.
+`WorkloadMapperCore` is shared by the pending part (`PendingWorkloads`, importers/kueue/jobs.py)
+and the admitted part (`AdmittedWorkloads`, importers/kueue/jobs_admitted.py) of `WorkloadMapper`.
 """
 
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
-from horizon_opt.actions.kueue import HELD_ANNOTATION
-from horizon_opt.importers.cluster import ClusterFile, ClusterPool, horizon_start
-from horizon_opt.importers.kube import Bad as _Bad
-from horizon_opt.importers.kube import at as _at
-from horizon_opt.importers.kube import timestamp as _timestamp
-from horizon_opt.importers.kueue_workload import Workload as _Workload
+from horizon_opt.importers.clock import Clock
+from horizon_opt.importers.cluster import ClusterFile, ClusterPool
+from horizon_opt.importers.draft import JobDraft
+from horizon_opt.importers.kueue.kube import Bad as _Bad
+from horizon_opt.importers.kueue.kube import at as _at
+from horizon_opt.importers.kueue.kube import timestamp as _timestamp
+from horizon_opt.importers.kueue.workload import Workload as _Workload
 from horizon_opt.importers.result import Note
 from horizon_opt.model.instance import duration_minutes
 from horizon_opt.model.spec import JOB_KINDS, MAX_PRIORITY, MAX_SLOTS, show
+from horizon_opt.schedulers.kueue import (
+    DEADLINE_ANNOTATION,
+    DURATION_ANNOTATION,
+    HELD_ANNOTATION,
+    KIND_ANNOTATION,
+)
 from horizon_opt.times import iso
 
 __all__ = [
-    "DEADLINE_ANNOTATION",
-    "DURATION_ANNOTATION",
-    "KIND_ANNOTATION",
-    "POOLS_ANNOTATION",
-    "Clock",
     "WorkloadMapperCore",
     "duration_text",
     "kueue_priority",
 ]
-
-
-DURATION_ANNOTATION = "horizon-opt/duration"
-DEADLINE_ANNOTATION = "horizon-opt/deadline"
-POOLS_ANNOTATION = "horizon-opt/pools"
-KIND_ANNOTATION = "horizon-opt/kind"
 
 
 def kueue_priority(priority: int) -> float:
@@ -57,36 +52,6 @@ def duration_text(minutes: int) -> str:
     if minutes % 60 == 0:
         return f"{minutes // 60}h"
     return f"{minutes}m"
-
-
-class Clock:
-    """Slots of the horizon around the snapshot."""
-
-    def __init__(self, cluster: ClusterFile, snapshot: datetime) -> None:
-        self.snapshot = snapshot
-        self.start = horizon_start(cluster, snapshot)
-        self.step = timedelta(minutes=cluster.horizon.slot_minutes)
-        self.slots = cluster.horizon.slots
-        self.now = self.up(snapshot)
-
-    def down(self, when: datetime) -> int:
-        return math.floor((when - self.start) / self.step + 1e-9)
-
-    def up(self, when: datetime) -> int:
-        return math.ceil((when - self.start) / self.step - 1e-9)
-
-    def time(self, slot: int) -> str:
-        return iso(self.start + slot * self.step)
-
-    def of(self, value: int | str, round_up: bool) -> int | None:
-        """A slot of an outage's time field (slot or timestamp), None when unreadable."""
-        if isinstance(value, int):
-            return value
-        try:
-            when = _timestamp(value, "")
-        except _Bad:
-            return None
-        return self.up(when) if round_up else self.down(when)
 
 
 class WorkloadMapperCore:
@@ -266,7 +231,7 @@ class WorkloadMapperCore:
             return longest
         return whole
 
-    def deadline(self, w: _Workload, job: dict[str, Any], release: datetime | None) -> None:
+    def deadline(self, w: _Workload, job: JobDraft, release: datetime | None) -> None:
         """The deadline annotation into `job`: one before the release is moved to it (noted)."""
         clock = self.clock
         text = w.annotations.get(DEADLINE_ANNOTATION)

@@ -1,25 +1,25 @@
 """What mapping a Slurm job needs whatever its state: the cluster file's pools and partitions,
 the horizon around the snapshot, the notes and the jobs left out, and the job's GPUs and run time.
 
-`JobMapperCore` is shared by the pending part (`PendingJobs`, importers/slurm_jobs.py) and the
-running part (`RunningJobs`, importers/slurm_jobs_running.py) of `JobMapper`.
+`JobMapperCore` is shared by the pending part (`PendingJobs`, importers/slurm/jobs.py) and the
+running part (`RunningJobs`, importers/slurm/jobs_running.py) of `JobMapper`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
 from horizon_opt.errors import InputError
-from horizon_opt.importers.cluster import ClusterFile, horizon_start
+from horizon_opt.importers.clock import Clock
+from horizon_opt.importers.cluster import ClusterFile
+from horizon_opt.importers.draft import PlacedDraft
 from horizon_opt.importers.result import Note
-from horizon_opt.importers.slurm_history import History, estimate_minutes
-from horizon_opt.importers.slurm_reader import INFINITE
-from horizon_opt.importers.slurm_reader import Record as _Record
-from horizon_opt.importers.slurm_strings import Gpus, parse_gpus
+from horizon_opt.importers.slurm.history import History, estimate_minutes
+from horizon_opt.importers.slurm.reader import INFINITE
+from horizon_opt.importers.slurm.reader import Record as _Record
 from horizon_opt.model.spec import MAX_SLOTS
+from horizon_opt.schedulers.slurm import Gpus, parse_gpus
 from horizon_opt.times import iso
 
 __all__ = ["Job", "JobMapperCore", "no_gpus_cause", "no_gpus_reason"]
@@ -62,7 +62,7 @@ class Job:
     deadline: datetime | None = None
     after: list[str] = field(default_factory=list)
     priority: int = 0
-    placed: dict[str, Any] | None = None
+    placed: PlacedDraft | None = None
     nodes: dict[str, int] = field(default_factory=dict)  # running: node -> GPUs held
     known: dict[str, list[int]] | None = None  # running: node -> indices from gres_detail
     whole: str = ""  # the payload's job id: a part's whole job (importers/parts.py), else its own
@@ -85,16 +85,12 @@ class JobMapperCore:
         self.source = source
         self.default_minutes = default_minutes
         self.notes: list[Note] = []
-        self.step = timedelta(minutes=cluster.horizon.slot_minutes)
-        self.start = horizon_start(cluster, snapshot)
-        self.slots = cluster.horizon.slots
-        self.end = self.start + self.slots * self.step
-        self.now_slot = self.slot(snapshot, up=True)
-        if not 0 <= self.now_slot < self.slots:
+        self.clock = Clock(cluster, snapshot)
+        if not 0 <= self.clock.now < self.clock.slots:
             raise InputError(
                 [
                     f"{source}: the snapshot {iso(snapshot)} is outside the cluster file's "
-                    f"horizon [{iso(self.start)}, {iso(self.end)}): move horizon.start or leave "
+                    f"horizon [{iso(self.clock.start)}, {iso(self.clock.end)}): move horizon.start or leave "
                     "it out (then the horizon starts just before the snapshot)"
                 ]
             )
@@ -127,18 +123,11 @@ class JobMapperCore:
         )
         self.skipped[job] = problem
 
-    def slot(self, when: datetime, up: bool) -> int:
-        slots = (when - self.start) / self.step
-        return math.ceil(slots - 1e-9) if up else math.floor(slots + 1e-9)
-
-    def at(self, slot: int) -> datetime:
-        return self.start + slot * self.step
-
     # ---- one job
 
     def gpus(self, rec: _Record, job_id: str, running: bool) -> Gpus | None:
         """The job's GPUs, from the first source that names them (see the table in
-        importers/slurm.py)."""
+        importers/slurm/importer.py)."""
         nodes = rec.node_count if isinstance(rec.node_count, int) and rec.node_count else 1
         tasks = rec.tasks if isinstance(rec.tasks, int) and rec.tasks else 1
         sources: list[tuple[str, str, int]] = []
@@ -175,7 +164,7 @@ class JobMapperCore:
     def minutes(self, rec: _Record, job_id: str) -> tuple[int, int | None]:
         """(planned minutes, time limit in minutes or None when there is none)."""
         limit = rec.time_limit if isinstance(rec.time_limit, int) and rec.time_limit else None
-        horizon = self.slots * self.cluster.horizon.slot_minutes
+        horizon = self.clock.slots * self.cluster.horizon.slot_minutes
         estimate = None
         partitions = [p.strip() for p in rec.partition.split(",") if p.strip()]
         if self.history is not None:
