@@ -5,9 +5,9 @@ others' borrowing holds its GPUs), and the reclaim that keeps the rule (`reclaim
 plan built on borrowing apart. So with quotas cpsat searches the instance with each team's limit
 lowered to its quota (0 on a pool where it has none): no team borrows, so no job is ever kept
 out. Then each idle window is filled with borrowing work (`compact.fill_gaps`, under the real
-limits), and the reclaim keeps whatever that filling broke. Greedy's and fifo's plans,
-reclaimed the same way, are the fallbacks when worth more (so cpsat is never below either, as
-without quotas).
+limits), and the reclaim keeps whatever that filling broke. Greedy's, fifo's and backfill's
+plans, reclaimed the same way, are the fallbacks when worth more (so cpsat is never below any
+of them: backfill, the baseline, gains from borrowing that the search within quotas forgoes).
 
 The bound: the LP, MIP and pool-level models relax the instance as written (`search` is given
 it for its bounds), with its real limits and without quotas, so they hold for every valid plan;
@@ -27,6 +27,7 @@ from horizon_opt.plans.plan import Plan, Status
 from horizon_opt.plans.tolerance import same
 from horizon_opt.relaxation import proven_bound
 from horizon_opt.solvers.assemble import build_plan
+from horizon_opt.solvers.backfill import solve as backfill_plan
 from horizon_opt.solvers.compact import fill_gaps
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.fifo import fifo_placements
@@ -60,6 +61,7 @@ def quota_first(
         (fill_gaps(instance, placements, layout), layout),
         (greedy_placements(instance, elastic), elastic),
         (fifo_placements(instance, static), static),
+        solver_placements(instance, backfill_plan(instance, options)),
     ]
     chosen, layout = best_with_quotas(instance, candidates)
     bound, source = plan.bound, plan.bound_source
