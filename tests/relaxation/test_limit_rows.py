@@ -1,6 +1,6 @@
 """Team limits (validity rule 8) in every bound: the LP, the MIP and the pool-level model, each
 on a tiny instance with its hand arithmetic; and the bounds stay above every solver's valid plan
-on the teams instance."""
+on the teams instances."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import horizon_opt as ho
+from horizon_opt.generate import generate
 from horizon_opt.model.load import parse_spec
 from horizon_opt.relaxation import build_columns, proven_bound
 from horizon_opt.relaxation.limits import limit_caps
@@ -105,18 +106,27 @@ def test_a_limit_lowered_under_placed_work_caps_at_what_it_holds() -> None:
     assert bounds(inst) == pytest.approx((16.0, 16.0, 16.0), rel=1e-6)
 
 
+TEAMS = ["teams.yaml", "enterprise-teams", "trace-teams"]
+
+
 @cache
-def teams_bounds() -> tuple[ho.Instance, float, float]:
-    inst = ho.load_instance(Path(__file__).parents[2] / "instances" / "teams.yaml")
-    pool = pool_bound(inst, PoolLimits(seconds=20.0)).value
+def teams_bounds(name: str) -> tuple[ho.Instance, float, float]:
+    """The instance (instances/teams.yaml, or a small one of a generated teams family: no file
+    under instances/bench/ has teams), its LP's and its pool-level model's bounds."""
+    if name.endswith(".yaml"):
+        inst = ho.load_instance(Path(__file__).parents[2] / "instances" / name)
+    else:
+        inst = ho.compile_instance(parse_spec(generate(name, "small", 0)))
+    pool = pool_bound(inst, PoolLimits(seconds=10.0)).value
     assert pool is not None
     return inst, proven_bound(inst, time_limit=5.0).value, pool
 
 
+@pytest.mark.parametrize("name", TEAMS)
 @pytest.mark.parametrize("solver", list(ho.SOLVERS))
-def test_the_teams_bounds_hold_for_every_solvers_plan(solver: str) -> None:
-    inst, lp, pool = teams_bounds()
-    plan = ho.solve(inst, solver, time_limit=3.0, workers=1, seed=0)
+def test_the_teams_bounds_hold_for_every_solvers_plan(name: str, solver: str) -> None:
+    inst, lp, pool = teams_bounds(name)
+    plan = ho.solve(inst, solver, time_limit=2.0, workers=1, seed=0)
     assert ho.check(inst, plan) == []
     assert plan.objective <= min(lp, pool) + 1e-6
     if plan.bound is not None:
