@@ -80,22 +80,24 @@ def test_cpsat_proves_the_optimum_with_and_without_the_limit() -> None:
 
 
 def test_with_quotas_cpsat_searches_within_them_and_keeps_a_valid_bound() -> None:
-    # Within the quotas (red 8, blue 8), the search proves 128 with its exact model; that
-    # proof held the lowered limits, so the bound is the LP's, which leaves teams out: 176.
+    # Within the quotas (red 8, blue 8), the search finds 128; the pool-level model of the
+    # instance as written (red's real limit 8, no quotas) proves it optimal.
     inst = build(LIMITED)
     plan = ho.solve(inst, "cpsat", **FAST)
     assert ho.check(inst, plan) == []
-    assert (plan.objective, plan.status, plan.bound_source) == (128.0, "feasible", "lp")
-    assert plan.bound == pytest.approx(176.0)
+    assert (plan.objective, plan.status, plan.bound_source) == (128.0, "optimal", "pool-cpsat")
+    assert plan.bound == pytest.approx(128.0)
 
 
-def test_bounds_that_drop_the_limits_stay_above_its_optimum() -> None:
-    """The LP and the pool-level model leave team limits out: relaxations still, so their
-    bounds (176 here, the optimum without limits) hold for the limited optimum (128)."""
+def test_bounds_with_the_limits_reach_its_optimum() -> None:
+    """The LP and the pool-level model keep team limits (red's 8 GPUs over 4 slots fit two of
+    its 2-slot 8-GPU jobs, 96, beside blue's 32): 128, the optimum; without the limit, 176."""
     inst = build(LIMITED)
-    assert proven_bound(inst, time_limit=5.0).value == pytest.approx(176.0)
+    assert proven_bound(inst, time_limit=5.0).value == pytest.approx(128.0)
     pool = pool_bound(inst, PoolLimits(seconds=5.0))
-    assert pool.optimal and pool.value == pytest.approx(176.0)
+    assert pool.optimal and pool.value == pytest.approx(128.0)
+    free = build(without_limits(LIMITED))
+    assert proven_bound(free, time_limit=5.0).value == pytest.approx(176.0)
 
 
 def test_the_job_kept_out_by_its_limit_says_so() -> None:

@@ -3,7 +3,8 @@
 The time-indexed relaxation: pool-level runs (job, pool, start) as columns (`columns`), its LP by
 column generation (`master`) certified by weak duality (`certificate`), HiGHS's MIP on it when
 small (`mip`), and the entry points (`bound`). The second bound, a pool-level CP-SAT model
-(`pool_model`), keeps dependencies exact and drops node placement.
+(`pool_model`), keeps dependencies exact and drops node placement. Both keep teams' limits
+(`limits`) and leave quotas out.
 """
 
 from horizon_opt.relaxation.bound import Bound, Relaxation, proven_bound, solve_lp, tighten

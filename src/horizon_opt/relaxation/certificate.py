@@ -1,8 +1,9 @@
 """The bound certificate: weak duality, computed exactly over ALL columns.
 
-Every dual vector `y >= 0` of the capacity, whole-node and dependency rows certifies a bound:
+Every dual vector `y >= 0` of the capacity, whole-node, dependency and team-limit rows
+certifies a bound:
 
-    L(y) = free.y + whole.yw + sum_j max(0, max_k rc_k),   rc_k = value_k - a_k.y,
+    L(y) = free.y + whole.yw + cap.yt + sum_j max(0, max_k rc_k),   rc_k = value_k - a_k.y,
 
 (the inner max over job j's columns), so solver tolerances, or a column generation stopped
 early, can only make it looser, never wrong.
@@ -25,6 +26,7 @@ class Duals:
     y: FloatArray  # [P, S] >= 0, GPU rows
     yw: FloatArray  # [P, S] >= 0, whole-node rows
     eta: FloatArray  # [dependency rows] >= 0
+    yt: FloatArray  # [limit chains, S] >= 0, team-limit rows
 
 
 def reduced_costs(cols: Columns, duals: Duals) -> FloatArray:
@@ -38,6 +40,7 @@ def reduced_costs(cols: Columns, duals: Duals) -> FloatArray:
         - cols.gpus * (Y[cols.pool, end] - Y[cols.pool, cols.start])
         - cols.nodes * (W[cols.pool, end] - W[cols.pool, cols.start])
     )
+    rc -= limit_prices(cols, duals)
     deps = cols.deps
     if deps.rows:
         # a plain row i of dependency r holds a successor column starting at s for every
@@ -47,6 +50,20 @@ def reduced_costs(cols: Columns, duals: Duals) -> FloatArray:
         tail = suffix[: deps.rows] - suffix[chain_end]
         rc += np.bincount(deps.col, weights=deps.sign * tail[deps.row], minlength=len(rc))
     return rc
+
+
+def limit_prices(cols: Columns, duals: Duals) -> FloatArray:
+    """What each column pays for the team-limit rows it runs through: gpus * sum of yt."""
+    chain = cols.limits.chain
+    out = np.zeros(len(chain))
+    mine = np.flatnonzero(chain >= 0)
+    if not len(mine):
+        return out
+    L = duals.yt.shape[0]
+    T = np.concatenate([np.zeros((L, 1)), np.cumsum(duals.yt, axis=1)], axis=1)
+    end = cols.start[mine] + cols.dur[mine]
+    out[mine] = cols.gpus[mine] * (T[chain[mine], end] - T[chain[mine], cols.start[mine]])
+    return out
 
 
 def best_per_job(cols: Columns, rc: FloatArray) -> FloatArray:
@@ -65,10 +82,15 @@ def lagrangian(cols: Columns, duals: Duals) -> tuple[float, FloatArray]:
     since each job uses at most one column, A x <= b and y >= 0.
     """
     assert duals.y.min(initial=0.0) >= 0 and duals.yw.min(initial=0.0) >= 0
-    assert duals.eta.min(initial=0.0) >= 0
+    assert duals.eta.min(initial=0.0) >= 0 and duals.yt.min(initial=0.0) >= 0
     rc = reduced_costs(cols, duals)
     terms = np.concatenate(
-        [(cols.free * duals.y).ravel(), (cols.whole * duals.yw).ravel(), best_per_job(cols, rc)]
+        [
+            (cols.free * duals.y).ravel(),
+            (cols.whole * duals.yw).ravel(),
+            (cols.limits.cap * duals.yt).ravel(),
+            best_per_job(cols, rc),
+        ]
     )
     value = float(np.sum(terms)) + FLOAT_SLACK * float(np.sum(np.abs(terms))) + 1e-9
     return value, rc

@@ -16,7 +16,9 @@ Every valid plan under FORMAT.md maps to a feasible point of the relaxation with
   also bounds pwo). Late columns (value 0) exist only
   for jobs that other jobs run after: those may have to run late so that a successor can run.
 - Rows, per pool and slot: the GPUs of the running columns fit the free GPUs, and their whole
-  nodes fit the nodes that inference can leave free. Per job: at most one column. Per
+  nodes fit the nodes that inference can leave free. Per team and pool with a limit, and slot:
+  the GPUs of the team's running columns fit its limit (`limits.py`; quotas are left out). Per
+  job: at most one column. Per
   dependency (a after b) and for some times t, always including a's latest start: the runs of a
   that start by t add up to at most the runs of b that end by t (a starts after b ends).
 
@@ -30,6 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from horizon_opt.model.instance import FloatArray, Instance, IntArray, topological_order
+from horizon_opt.relaxation.limits import TeamLimits, team_limits
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class Columns:
     whole: FloatArray  # [P, S] nodes that inference can leave entirely free
     pairs: list[tuple[int, int]]  # (successor, predecessor) of every dependency
     deps: Dependencies  # its rows
+    limits: TeamLimits  # the team limits' rows (`limits.py`)
 
     @property
     def jobs(self) -> int:
@@ -170,6 +174,7 @@ def build_columns(instance: Instance) -> Columns:
         whole=whole,
         pairs=pairs,
         deps=dependencies(pairs, job_first, start, start + dur, 1),
+        limits=team_limits(instance, job_of, pool_of),
     )
 
 

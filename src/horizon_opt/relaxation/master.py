@@ -53,7 +53,8 @@ class Master:
 
     u[p,t] <= free[p,t] is the GPUs in use on pool p at slot t, defined by the equality rows
     D[p,t]: u[p,t] - u[p,t-1] - (GPUs of columns starting at t) + (GPUs of those ending at t) = 0;
-    the same for whole nodes, and z <= 0 for the dependency rows (see `Dependencies`). The plain
+    the same for whole nodes and for each team's GPUs on a pool it has a limit on (`limits.py`),
+    and z <= 0 for the dependency rows (see `Dependencies`). The plain
     model's row duals are y[p,t] = pi[p,t+1] - pi[p,t] (pi[p,S] = 0). The usage variables have no
     lower bound (usage is never negative anyway), which keeps those duals non-negative.
     """
@@ -62,8 +63,11 @@ class Master:
         self.cols = cols
         P, S = cols.free.shape
         self.P, self.S, self.nD = P, S, P * S
-        nD, J, deps = self.nD, cols.jobs, cols.deps
-        self.first = np.r_[np.arange(0, 2 * nD, S), 2 * nD + deps.first].astype(np.int64)
+        nD, J, deps, limits = self.nD, cols.jobs, cols.deps, cols.limits
+        self.row_limit = 2 * nD + deps.rows
+        team_ends = self.row_limit + S * np.arange(1, limits.chains + 1)
+        self.first = np.r_[np.arange(0, 2 * nD, S), 2 * nD + deps.first, team_ends]
+        self.first = self.first.astype(np.int64)
         n_chain = int(self.first[-1])
         self.row_job = n_chain
         self.h = new_highs()
@@ -75,7 +79,7 @@ class Master:
         )
         starts, index, value = step_variables(self.first)
         ub = np.r_[np.maximum(cols.free.ravel(), 0.0), np.maximum(cols.whole.ravel(), 0.0)]
-        ub = np.r_[ub, np.zeros(deps.rows)]
+        ub = np.r_[ub, np.zeros(deps.rows), limits.cap.ravel()]
         lb = np.full(n_chain, -highspy.kHighsInf)
         self.h.addCols(
             n_chain, np.zeros(n_chain), lb, ub, len(index), as_int32(starts), as_int32(index), value
@@ -104,6 +108,13 @@ class Master:
             (nD + base + s, -n, np.flatnonzero(whole)),
             (nD + end_row, n, np.flatnonzero(whole & inside)),
             (self.row_job + c.job[ks], np.ones(m), np.flatnonzero(every)),
+        ]
+        chain = c.limits.chain[ks]
+        limited = chain >= 0
+        team_base = self.row_limit + np.maximum(chain, 0) * S
+        entries += [
+            (team_base + s, -g, np.flatnonzero(limited)),
+            (team_base + np.minimum(e, S - 1), g, np.flatnonzero(limited & inside)),
         ]
         rows = [r[i] for r, _, i in entries]
         vals = [v[i] for _, v, i in entries]
@@ -138,7 +149,10 @@ class Master:
         plain = _plain_duals(pi[: self.row_job], self.first)
         P, S, nD = self.P, self.S, self.nD
         duals = Duals(
-            y=plain[:nD].reshape(P, S), yw=plain[nD : 2 * nD].reshape(P, S), eta=plain[2 * nD :]
+            y=plain[:nD].reshape(P, S),
+            yw=plain[nD : 2 * nD].reshape(P, S),
+            eta=plain[2 * nD : self.row_limit],
+            yt=plain[self.row_limit :].reshape(self.cols.limits.chains, S),
         )
         return float(self.h.getInfo().objective_function_value), duals, optimal
 
@@ -209,7 +223,12 @@ def column_generation(
     column generation takes many more steps).
     """
     P, S = cols.free.shape
-    zero = Duals(np.zeros((P, S)), np.zeros((P, S)), np.zeros(cols.deps.rows))
+    zero = Duals(
+        np.zeros((P, S)),
+        np.zeros((P, S)),
+        np.zeros(cols.deps.rows),
+        np.zeros(cols.limits.cap.shape),
+    )
     result = LpResult(float(np.sum(best_per_job(cols, cols.value))), zero)  # every job on time
     if not len(cols.job):
         result.converged = True

@@ -22,15 +22,17 @@ MIP_MARGIN = 5e-7  # relative padding on HiGHS's (uncertified) MIP dual bound
 
 
 def explicit_model(cols: Columns) -> highspy.HighsLp:
-    """The relaxation with every column binary, plain capacity rows, step-form dependencies."""
+    """The relaxation with every column binary, plain capacity and team-limit rows, step-form
+    dependencies."""
     P, S = cols.free.shape
-    J, K, deps = cols.jobs, len(cols.job), cols.deps
+    J, K, deps, limits = cols.jobs, len(cols.job), cols.deps, cols.limits
     whole_pools = np.unique(cols.pool[cols.nodes > 0])
     whole_row = np.full(P, -1, dtype=np.int64)
     whole_row[whole_pools] = P * S + np.arange(len(whole_pools)) * S
     row_job = P * S + len(whole_pools) * S
     row_dep = row_job + J
-    n_rows = row_dep + deps.rows
+    row_limit = row_dep + deps.rows
+    n_rows = row_limit + limits.cap.size
     k = np.repeat(np.arange(K), cols.dur)  # one entry per column and slot of its run
     slot = cols.start[k] + np.arange(len(k)) - np.repeat(np.cumsum(cols.dur) - cols.dur, cols.dur)
     pool = cols.pool[k]
@@ -38,9 +40,11 @@ def explicit_model(cols: Columns) -> highspy.HighsLp:
     z_starts, z_index, z_value = step_variables(deps.first)
     z_owner = K + np.repeat(np.arange(deps.rows), np.diff(np.r_[z_starts, len(z_index)]))
     rows = [pool * S + slot, whole_row[pool[w]] + slot[w], row_job + cols.job]
-    rows += [row_dep + deps.row, row_dep + z_index]
-    vals = [cols.gpus[k], cols.nodes[k][w], np.ones(K), deps.sign, z_value]
-    owner = [k, k[w], np.arange(K), deps.col, z_owner]
+    chain = limits.chain[k]
+    lim = chain >= 0
+    rows += [row_dep + deps.row, row_dep + z_index, row_limit + chain[lim] * S + slot[lim]]
+    vals = [cols.gpus[k], cols.nodes[k][w], np.ones(K), deps.sign, z_value, cols.gpus[k][lim]]
+    owner = [k, k[w], np.arange(K), deps.col, z_owner, k[lim]]
     R, V, C = np.concatenate(rows), np.concatenate(vals), np.concatenate(owner)
     order = np.lexsort((R, C))
     R, V, C = R[order], V[order], C[order]
@@ -58,12 +62,17 @@ def explicit_model(cols: Columns) -> highspy.HighsLp:
     lp.col_cost_ = np.r_[cost, np.zeros(deps.rows)].astype(np.float64)
     lp.col_lower_ = np.r_[np.zeros(K), np.full(deps.rows, -highspy.kHighsInf)]
     lp.col_upper_ = np.r_[np.ones(K), np.zeros(deps.rows)]
-    lp.row_lower_ = np.r_[np.full(row_dep, -highspy.kHighsInf), np.zeros(deps.rows)]
+    lp.row_lower_ = np.r_[
+        np.full(row_dep, -highspy.kHighsInf),
+        np.zeros(deps.rows),
+        np.full(limits.cap.size, -highspy.kHighsInf),
+    ]
     lp.row_upper_ = np.r_[
         np.maximum(cols.free.ravel(), 0.0),
         np.maximum(cols.whole[whole_pools].ravel(), 0.0),
         np.ones(J),
         np.zeros(deps.rows),
+        limits.cap.ravel(),
     ]
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = as_int32(np.searchsorted(C, np.arange(n + 1)))

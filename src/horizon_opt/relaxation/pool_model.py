@@ -5,7 +5,8 @@ jobs hold) minus the GPUs of the required replicas `req[v][t]`, the fewest that 
 must give inference there. Node placement is dropped; what stays of the placement rule holds for
 every node layout: a job uses only pools where it fits at all (the compiled gangs), only starts
 where it fits alone beside the required replicas, and a whole-node gang counts its nodes against
-the nodes that inference can leave whole (`columns.whole_free_nodes`, the LP's own row).
+the nodes that inference can leave whole (`columns.whole_free_nodes`, the LP's own row). Each
+team's runs on a pool it has a limit on fit that limit (rule 8); quotas are left out.
 
 Every valid plan maps to a feasible solution with the same objective: each of its jobs runs on
 its pool over the same slots, within both capacities, after its predecessors, and earns its value
@@ -30,6 +31,7 @@ from ortools.sat.python import cp_model
 
 from horizon_opt.model.instance import FloatArray, Instance, Job, topological_order
 from horizon_opt.relaxation.columns import pool_free_gpus, whole_free_nodes
+from horizon_opt.relaxation.limits import limit_caps
 
 MAX_UNITS = 2**53  # objective units in all: exact in a double, far from CP-SAT's int64 limit
 
@@ -224,6 +226,20 @@ def add_pool_capacities(model: cp_model.CpModel, instance: Instance, v: _Vars) -
         add_capacity(model, nodes, whole[p])
 
 
+def add_team_limits(model: cp_model.CpModel, instance: Instance, v: _Vars) -> None:
+    """Per team and pool with a limit: its runs there, placed ones included, within the GPUs it
+    may hold (`limits.limit_caps`; quotas are left out, see `limits.py`)."""
+    caps = limit_caps(instance)
+    for (team, p), cap in caps.items():
+        runs = [
+            (interval, instance.jobs[j].gpus)
+            for (j, q), interval in v.interval.items()
+            if q == p and instance.jobs[j].team == team
+        ]
+        if sum(g for _, g in runs) > cap.min(initial=0.0):
+            add_capacity(model, runs, cap)
+
+
 def add_dependencies(model: cp_model.CpModel, instance: Instance, v: _Vars) -> None:
     """A job runs only when each job it runs after runs too, and starts after that one ends."""
     for job in instance.jobs:
@@ -281,6 +297,7 @@ def build_pool_model(
     scale = objective_scale(values)
     v = add_runs(model, instance, fitting_starts(instance))
     add_pool_capacities(model, instance, v)
+    add_team_limits(model, instance, v)
     add_dependencies(model, instance, v)
     add_objective(model, instance, v, scale)
     for (j, p), lit in v.present.items():

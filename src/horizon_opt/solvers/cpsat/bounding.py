@@ -72,10 +72,10 @@ def relax(search: Search) -> Relaxation:
     budget = search.budget
     steps = budget.lp_steps(search.params)
     if steps is not None:
-        return solve_lp(search.inst, math.inf, search.write_log, search.params, steps)
+        return solve_lp(search.bound_inst, math.inf, search.write_log, search.params, steps)
     deadline = min(budget.deadline, budget.started + search.params.lp_share * budget.time_limit)
     return solve_lp(
-        search.inst, max(deadline, time.perf_counter() + 0.5), search.write_log, search.params
+        search.bound_inst, max(deadline, time.perf_counter() + 0.5), search.write_log, search.params
     )
 
 
@@ -101,7 +101,7 @@ def start_pool_bound(search: Search, inc: Incumbent, at_once: bool) -> None:
         # (with a deterministic limit, the wall clock is only a safety that stops it later)
         safety = math.inf if budget.repeatable else seconds * (2 if units else 1)
         limits = PoolLimits(safety, deterministic=units, seed=search.opt.seed)
-        found = pool_bound(search.inst, limits, hint, _stoppable(search))
+        found = pool_bound(search.bound_inst, limits, hint, _stoppable(search))
         if budget.deterministic:
             budget.charge(found.deterministic_time * budget.per_second / POOL.units_per_second)
         pool_done(search, found)
@@ -112,7 +112,9 @@ def start_pool_bound(search: Search, inc: Incumbent, at_once: bool) -> None:
     limits = PoolLimits(seconds, seed=search.opt.seed, give_up_after=POOL.give_up * seconds)
 
     def work() -> None:
-        found = pool_bound(search.inst, limits, hint, _stoppable(search), lambda: search.bound)
+        found = pool_bound(
+            search.bound_inst, limits, hint, _stoppable(search), lambda: search.bound
+        )
         pool_done(search, found)
         if found.value is not None:
             search.background_found.append((found.value, POOL_SOURCE))
@@ -211,7 +213,7 @@ def final_bound(search: Search, relaxation: Relaxation | None, proven: bool) -> 
     )
     if relaxation is None:
         found = proven_bound(
-            search.inst, deadline - time.perf_counter(), search.write_log, search.params
+            search.bound_inst, deadline - time.perf_counter(), search.write_log, search.params
         )
     else:
         found = tighten(relaxation, deadline, search.write_log, search.params)

@@ -5,13 +5,14 @@ others' borrowing holds its GPUs), and the reclaim that keeps the rule (`reclaim
 plan built on borrowing apart. So with quotas cpsat searches the instance with each team's limit
 lowered to its quota (0 on a pool where it has none): no team borrows, so no job is ever kept
 out. Then each idle window is filled with borrowing work (`compact.fill_gaps`, under the real
-limits), and the reclaim keeps whatever that filling broke. Greedy's and fifo's plans,
-reclaimed the same way, are the fallbacks when worth more (so cpsat is never below either, as
-without quotas).
+limits), and the reclaim keeps whatever that filling broke. Greedy's, fifo's and backfill's
+plans, reclaimed the same way, are the fallbacks when worth more (so cpsat is never below any
+of them: backfill, the baseline, gains from borrowing that the search within quotas forgoes).
 
-The bound: the LP, MIP and pool-level bounds leave teams out, so they hold for the instance as
-written; the exact node model's (`node-cpsat`) held the lowered limits, so it is replaced by
-the LP's.
+The bound: the LP, MIP and pool-level models relax the instance as written (`search` is given
+it for its bounds), with its real limits and without quotas, so they hold for every valid plan;
+the exact node model's bound (`node-cpsat`) held the lowered limits, so it is replaced by the
+LP's.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from dataclasses import replace
 from horizon_opt.model.instance import Instance
 from horizon_opt.plans.inference import elastic_layout, static_peak_layout
 from horizon_opt.plans.plan import Plan, Status
-from horizon_opt.plans.tolerance import reaches
+from horizon_opt.plans.tolerance import same
 from horizon_opt.relaxation import proven_bound
 from horizon_opt.solvers.assemble import build_plan
+from horizon_opt.solvers.backfill import solve as backfill_plan
 from horizon_opt.solvers.compact import fill_gaps
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.fifo import fifo_placements
@@ -59,6 +61,7 @@ def quota_first(
         (fill_gaps(instance, placements, layout), layout),
         (greedy_placements(instance, elastic), elastic),
         (fifo_placements(instance, static), static),
+        solver_placements(instance, backfill_plan(instance, options)),
     ]
     chosen, layout = best_with_quotas(instance, candidates)
     bound, source = plan.bound, plan.bound_source
@@ -66,7 +69,8 @@ def quota_first(
         seconds = max(1.0, RELAXED_BOUND_SHARE * options.time_limit)
         bound, source = proven_bound(instance, seconds).value, "lp"
     pwo = sum(p.earned(instance) for p in chosen)
-    optimal = bound is not None and reaches(pwo, bound)
+    # (a bound below the plan is not taken for a proof: the plan's guard drops it, loudly)
+    optimal = bound is not None and same(pwo, bound)
     status: Status = "optimal" if optimal else "feasible"
     why = "the search did not place it there in its time"
     return build_plan(

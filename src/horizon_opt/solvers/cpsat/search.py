@@ -22,8 +22,17 @@ from horizon_opt.solvers.options import Progress, SolveOptions
 
 
 class Search:
-    def __init__(self, instance: Instance, options: SolveOptions, log: IO[str] | None) -> None:
+    def __init__(
+        self,
+        instance: Instance,
+        options: SolveOptions,
+        log: IO[str] | None,
+        bounds_for: Instance | None = None,
+    ) -> None:
         self.inst = instance
+        # The instance the relaxations bound: the one searched, or one with more room (the
+        # instance as written, when the search runs within teams' quotas: `quotas.py`).
+        self.bound_inst = instance if bounds_for is None else bounds_for
         self.opt = options
         self.params = options.params
         self.log = log

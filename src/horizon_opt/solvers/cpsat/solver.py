@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from functools import partial
 from typing import IO
 
 import horizon_opt.solvers.cpsat.bounding as bounding
@@ -45,13 +46,18 @@ from horizon_opt.solvers.reclaim import quotas_bind
 def solve(instance: Instance, options: SolveOptions | None = None) -> Plan:
     options = options or SolveOptions()
     if quotas_bind(instance):
-        return quota_first(instance, options, _search_plan)  # (quotas.py)
+        # (quotas.py: the search runs within the quotas, its bounds hold for the instance)
+        return quota_first(instance, options, partial(_search_plan, bounds_for=instance))
     return _search_plan(instance, options)
 
 
-def _search_plan(instance: Instance, options: SolveOptions) -> Plan:
+def _search_plan(
+    instance: Instance, options: SolveOptions, bounds_for: Instance | None = None
+) -> Plan:
+    """The pipeline's plan of `instance`; its relaxation bounds are of `bounds_for` (when
+    given: an instance with more room, so that they hold for it too)."""
     with _search_log(options) as log:
-        search = Search(instance, options, log)
+        search = Search(instance, options, log, bounds_for)
         with search.runner.installed():
             inc = starts.initial(search)
             search.report(inc)
