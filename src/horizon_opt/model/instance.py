@@ -146,8 +146,9 @@ class Job:
         return self.priority * self.work_hours
 
     def ends_on_time(self, end: int) -> bool:
-        """FORMAT.md's on-time rule, as the judges read a plan: by its deadline, if it has one
-        (a solver reads `Instance.windows`, which also holds the horizon's end)."""
+        """FORMAT.md's on-time rule (`windows.on_time`), as the judges read a plan: by its
+        deadline, if it has one (a solver reads `Instance.windows`, which also holds the
+        horizon's end)."""
         return on_time(end, self.deadline)
 
     @cached_property
