@@ -54,3 +54,10 @@ def test_a_hole_between_two_blackouts_takes_a_run_that_fits_it(solver: str) -> N
     b = job("b", after=["a"], blackout=[{"start": 2, "end": 3}, {"start": 5, "end": 8}])
     inst = build(one_node(job("a"), b))
     assert runs(solve_checked(inst, solver)) == [("a", 0, 2), ("b", 3, 5)]
+
+
+def test_a_job_its_blackouts_close_is_blamed_on_time_not_on_the_pools() -> None:
+    """A blackout over the whole horizon: the node could hold it, its start domain is empty."""
+    inst = build(one_node(job("j", blackout=[{"start": 0, "end": 8}])))
+    plan = solve_checked(inst, "greedy")
+    assert [(u.job, u.code) for u in plan.unscheduled] == [("j", "deadline-impossible")]

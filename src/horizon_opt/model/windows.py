@@ -161,6 +161,13 @@ class StartWindow:
         this of a planned start, on a horizon its states may have extended)."""
         return misses(start, start + duration, self.blackouts)
 
+    def closed(self) -> bool:
+        """Whether its holes alone leave it no start: the interval allows one on some pool, the
+        domains none (the cause codes then blame the time rules, not the pools)."""
+        return not any(self.starts(p) for p in self.durations) and any(
+            self.earliest + d <= self.horizon for d in self.durations.values()
+        )
+
     def starts(self, pool: int) -> StartDomain:
         """Every start the job may take on `pool`."""
         return self.allowed(self.durations[pool], self.earliest, self.horizon)
