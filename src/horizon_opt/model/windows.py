@@ -5,8 +5,9 @@ into each job's `StartWindow` (`Instance.windows`), whose `StartDomain` per pool
 allowed (sorted intervals, with holes where a run would cross a blackout). Every search, the
 CP-SAT model, the relaxation's columns, the replay, the diagnosis and `validate` read the window
 instead of combining those numbers again, so a new time rule is written here and nowhere else
-among them (the CP-SAT model turns a domain into a variable's domain in one place). Outages and the GPUs that placed jobs hold are per
-node, not per job: they stay in the capacity (`Instance.capacity`, `Instance.whole`). The checker
+among them (the CP-SAT model turns a domain into a variable's domain in one place). "On time"
+is stated once, in `on_time`. Outages and the GPUs that placed jobs hold are per node, not per
+job: they stay in the capacity (`Instance.capacity`, `Instance.whole`). The checker
 (`check.py`) derives the rules again on its own, on purpose.
 """
 
@@ -60,11 +61,6 @@ def on_time(end: int, latest_end: int | None) -> bool:
     """FORMAT.md's on-time rule, its one statement: a run earns its job's value when it ends by
     `latest_end` (its deadline, or `due`; None: no deadline)."""
     return latest_end is None or end <= latest_end
-
-
-def misses(start: int, end: int, blackouts: Iterable[tuple[int, int]]) -> bool:
-    """Whether a run over [start, end) misses every blackout [a, b) (FORMAT.md, `blackout`)."""
-    return all(end <= a or b <= start for a, b in blackouts)
 
 
 @dataclass(frozen=True)
@@ -155,11 +151,6 @@ class StartWindow:
         if not self.blackouts:
             return StartDomain.span(lo, end - duration)
         return allowed_starts(duration, lo, end, self.blackouts)
-
-    def clear(self, start: int, duration: int) -> bool:
-        """Whether a run of `duration` slots from `start` misses the blackouts (a replay asks
-        this of a planned start, on a horizon its states may have extended)."""
-        return misses(start, start + duration, self.blackouts)
 
     def closed(self) -> bool:
         """Whether its holes alone leave it no start: the interval allows one on some pool, the

@@ -387,8 +387,7 @@ class _Replayer:
                 continue
             job = self.inst.jobs[j]
             pool, gpus = self.planned.seats[j]
-            clear = self.inst.windows[j].clear(t, job.durations[pool])
-            ready = clear and all(p in self.done for p in job.after)
+            ready = all(p in self.done for p in job.after)
             if ready and self.reclaim(gpus, t):
                 used, held = self.holdings()
             fits = all(
