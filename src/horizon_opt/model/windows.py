@@ -144,6 +144,14 @@ class StartWindow:
     useful_end: int  # the last end that can matter: `latest_end`, or `horizon` with successors
     durations: Mapping[int, int] = field(repr=False)
     blackouts: tuple[tuple[int, int], ...] = ()  # [a, b) slots in which the job may not run
+    # pool -> every start the job may take there (`starts`), computed once
+    domains: Mapping[int, StartDomain] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        domains = {
+            p: self.allowed(d, self.earliest, self.horizon) for p, d in self.durations.items()
+        }
+        object.__setattr__(self, "domains", domains)
 
     def allowed(self, duration: int, lo: int, end: int) -> StartDomain:
         """The starts from `lo` of a run of `duration` slots that ends by `end` and misses the
@@ -161,19 +169,18 @@ class StartWindow:
 
     def starts(self, pool: int) -> StartDomain:
         """Every start the job may take on `pool`."""
-        return self.allowed(self.durations[pool], self.earliest, self.horizon)
-
-    def latest_start(self, pool: int) -> int:
-        """The last start on `pool` that ends by `latest_end` (below `earliest`: none)."""
-        return self.latest_end - self.durations[pool]
-
-    def last_start(self, pool: int) -> int:
-        """The last start on `pool` that ends within the horizon."""
-        return self.horizon - self.durations[pool]
+        return self.domains[pool]
 
     def on_time(self, end: int) -> bool:
         """Whether a run that ends at `end` earns the job's value."""
         return on_time(end, self.latest_end)
+
+    def in_time_from(self, t: int) -> bool:
+        """Whether some pool's first start at or after `t` still ends by `latest_end`."""
+        return any(
+            (s := self.domains[p].first_from(t)) is not None and self.on_time(s + d)
+            for p, d in self.durations.items()
+        )
 
     def after(self, ends: Iterable[int]) -> int:
         """The first start once its predecessors end at `ends`."""

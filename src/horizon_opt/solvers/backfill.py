@@ -146,7 +146,7 @@ def solve(
             grid.hold(instance.jobs[p.job], p.pool, p.start, p.end(instance))
         for j in waiting[:MAX_JOB_TEST]:
             job, window = instance.jobs[j], windows[j]
-            if not window.on_time(t + min(job.durations.values())):
+            if not window.in_time_from(t):
                 given_up.add(j)  # it can no longer end in time, on any pool
                 continue
             fit = earliest_start(grid, job, t, window.horizon)

@@ -199,8 +199,11 @@ def gang_reservation(instance: Instance, guide: LpGuide, ranks: list[Rank]) -> I
         for p in pools:
             d, n = job.durations[p], job.gangs[p].nodes
             window = instance.windows[j]
-            lo, hi = window.ready, window.latest_start(p)
+            lo = window.ready
             allowed = window.allowed(d, lo, window.latest_end)
+            hi = allowed.last()
+            if hi is None:
+                continue  # no start ends in time on this pool
             aim = min(max(lo, guide.start.get(j, lo)), hi + 1)
             starts = itertools.chain(range(aim, hi + 1), range(lo, aim))
             start = next(
