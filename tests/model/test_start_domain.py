@@ -24,9 +24,9 @@ def test_first_from_last_and_membership() -> None:
     assert not StartDomain() and StartDomain().array().tolist() == []
 
 
-def test_within_and_without_cut_intervals() -> None:
-    assert DOMAIN.within(1, 8) == StartDomain(((1, 2), (5, 5), (8, 8)))
+def test_without_cuts_intervals() -> None:
     assert DOMAIN.without(2, 8) == StartDomain(((0, 1), (9, 9)))
+    assert DOMAIN.without(3, 4) == DOMAIN and DOMAIN.without(-5, 20) == StartDomain()
     assert StartDomain.span(3, 2) == StartDomain()
 
 

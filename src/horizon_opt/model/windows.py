@@ -100,12 +100,6 @@ class StartDomain:
         parts = [np.arange(lo, hi + 1, dtype=np.int64) for lo, hi in self.intervals]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
-    def within(self, lo: int, hi: int) -> StartDomain:
-        """The starts from `lo` to `hi`."""
-        return StartDomain(
-            tuple((max(a, lo), min(b, hi)) for a, b in self.intervals if a <= hi and lo <= b)
-        )
-
     def without(self, lo: int, hi: int) -> StartDomain:
         """The starts outside [lo, hi]."""
         out: list[tuple[int, int]] = []
