@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from test_placed import STATE, compiled
 
-from horizon_opt.model.windows import StartWindow
+from horizon_opt.model.windows import StartDomain, StartWindow
 from horizon_opt.solvers.residual import residual_instance
 
 
@@ -29,7 +29,11 @@ def test_windows_apply_now_placed_starts_deadlines_and_successors() -> None:
         "whole": window(2, 2, 4, 4),
     }
     nxt = inst.windows[inst.job_index["next"]]
-    assert nxt.latest_start(0) == 5 and nxt.last_start(0) == 6
+    # 2-slot runs on pool 0: from its earliest start to the horizon's end, every start (2..6);
+    # from ready (5), ending by its deadline (7), only 5.
+    assert nxt.starts(0) == StartDomain(((2, 6),))
+    assert nxt.allowed(2, 5, 7) == StartDomain(((5, 5),)) and nxt.allowed(2, 6, 7).last() is None
+    assert nxt.in_time_from(5) and not nxt.in_time_from(6)
     assert nxt.on_time(7) and not nxt.on_time(8)
     assert nxt.after([4, 6]) == 6 and nxt.after([]) == 2
 

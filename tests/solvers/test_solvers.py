@@ -276,6 +276,9 @@ def small_instances(draw: st.DrawFn) -> dict[str, Any]:
         job["duration"] = {p["name"]: job["duration"][p["name"]] for p in fits}
         if draw(st.booleans()):
             job["deadline"] = draw(st.integers(job["release"], slots))
+        if draw(st.booleans()):  # a blackout: starts with holes
+            a = draw(st.integers(0, slots - 1))
+            job["blackout"] = [{"start": a, "end": draw(st.integers(a + 1, slots))}]
         if jobs and draw(st.booleans()):
             job["after"] = [draw(st.sampled_from(jobs))["id"]]
         jobs.append(job)

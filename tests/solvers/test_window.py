@@ -12,6 +12,7 @@ import numpy.typing as npt
 import pytest
 
 from horizon_opt.model.instance import Gang, Instance
+from horizon_opt.model.windows import StartDomain
 from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import grid, solve, window
 from horizon_opt.solvers.grid import CapacityGrid, Fit
@@ -123,9 +124,9 @@ def test_a_released_placement_makes_a_failed_search_succeed(tiny: Instance) -> N
     gang = Gang(nodes=1, gpus_per_node=4, whole=True)
     for n in a.node_range:
         grid.occupy(Fit(a.index, 0, (n,)), gang, 4, None)
-    assert grid.earliest_in_pool(a, gang, 2, 0, 4, "first", None) is None
+    assert grid.earliest_in_pool(a, gang, 2, StartDomain.span(0, 2), "first", None) is None
     grid.release(Fit(a.index, 0, (a.first_node + 1,)), gang, 4, None)
-    assert grid.earliest_in_pool(a, gang, 2, 0, 4, "first", None) == Fit(
+    assert grid.earliest_in_pool(a, gang, 2, StartDomain.span(0, 2), "first", None) == Fit(
         a.index, 0, (a.first_node + 1,)
     )
 

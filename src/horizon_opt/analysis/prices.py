@@ -96,7 +96,7 @@ def jobs_with_new_runs(instance: Instance) -> tuple[int, ...]:
     counts = [0] * len(instance.pools)
     for job, window in zip(instance.jobs, instance.windows, strict=True):
         for p, d in job.durations.items():
-            starts = np.arange(window.ready, window.useful_end - d + 1)
+            starts = window.allowed(d, window.ready, window.useful_end).array()
             if not len(starts):
                 continue
             more = free[p] + instance.pools[p].gpus_per_node * future

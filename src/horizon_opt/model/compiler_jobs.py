@@ -1,5 +1,5 @@
 """The jobs of a spec compiled: each job's durations per pool, gang, release, deadline,
-dependencies, team and, when it runs, its checked `placed:`; then dependency cycles and the
+blackouts, dependencies, team and, when it runs, its checked `placed:`; then dependency cycles and the
 running jobs together.
 """
 
@@ -63,6 +63,7 @@ class JobsCompiler(CompilerCore):
                 elif deadline is not None and deadline > self.S and not self.in_calendar(deadline):
                     self.error(f"{path}.deadline", f"slot {deadline} is after the year 9999")
             after = self.job_after(i, ids)
+            blackouts = self.blackouts(i)
             team = team_index(j.team, self.teams, f"{path}.team", self.error)
             if not placeable or release is None:
                 continue
@@ -90,6 +91,7 @@ class JobsCompiler(CompilerCore):
                     work_hours=j.gpus * fastest * self.slot_minutes / 60,
                     placed=placed,
                     team=team,
+                    blackouts=blackouts,
                 )
             )
         if len(jobs) == len(self.spec.jobs):
@@ -168,6 +170,28 @@ class JobsCompiler(CompilerCore):
                     f"is down (slots {slot_ranges((down + start).tolist())})",
                 )
         return Placed(pool.index, start, end, gpus)
+
+    def blackouts(self, i: int) -> tuple[tuple[int, int], ...]:
+        """A job's `blackout:` as slots [a, b), sorted and merged: a window covers every slot it
+        touches (start rounded down, end up, as an outage)."""
+        spans: list[tuple[int, int]] = []
+        for k, w in enumerate(self.spec.jobs[i].blackout):
+            path = f"jobs[{i}].blackout[{k}]"
+            start = self.time(w.start, f"{path}.start", round_up=False)
+            end = self.time(w.end, f"{path}.end", round_up=True)
+            if start is None or end is None:
+                continue
+            if start >= end:
+                self.error(f"{path}.end", f"must be after start ({end} <= {start})")
+            else:
+                spans.append((start, end))
+        merged: list[tuple[int, int]] = []
+        for a, b in sorted(spans):
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+            else:
+                merged.append((a, b))
+        return tuple(merged)
 
     def job_durations(self, i: int, by_name: dict[str, Pool]) -> dict[int, int]:
         j = self.spec.jobs[i]

@@ -21,7 +21,7 @@ from horizon_opt.model.spec import (
     JobKind,
 )
 from horizon_opt.model.teams import Team, limit_profile, team_usage
-from horizon_opt.model.windows import StartWindow, due, start_windows
+from horizon_opt.model.windows import StartWindow, due, on_time, start_windows
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -128,6 +128,9 @@ class Job:
     # the solvers may start it from); None: the same as `release`.
     submitted: int | None = None
     team: int | None = None  # index into `Instance.teams`
+    # Slots [a, b) in which it may not run, sorted and merged (FORMAT.md, `blackout`): read
+    # `Instance.windows`, whose start domains leave them out.
+    blackouts: tuple[tuple[int, int], ...] = ()
 
     @property
     def wait_release(self) -> int:
@@ -143,9 +146,10 @@ class Job:
         return self.priority * self.work_hours
 
     def ends_on_time(self, end: int) -> bool:
-        """FORMAT.md's on-time rule, as the judges read a plan: by its deadline, if it has one
-        (a solver reads `Instance.windows`, which also holds the horizon's end)."""
-        return self.deadline is None or end <= self.deadline
+        """FORMAT.md's on-time rule (`windows.on_time`), as the judges read a plan: by its
+        deadline, if it has one (a solver reads `Instance.windows`, which also holds the
+        horizon's end)."""
+        return on_time(end, self.deadline)
 
     @cached_property
     def fastest_first(self) -> tuple[tuple[int, int], ...]:

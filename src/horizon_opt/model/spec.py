@@ -167,6 +167,13 @@ class OutageSpec(_Model):
     end: Time
 
 
+class BlackoutSpec(_Model):
+    """Slots [start, end) in which a job may not run (FORMAT.md, `blackout`)."""
+
+    start: Time
+    end: Time
+
+
 class DemandCsv(_Model):
     csv: str = Field(description="CSV file path, relative to the instance file.")
     column: str
@@ -216,6 +223,10 @@ class JobSpec(_Model):
         default=None, description="A running job (start < now) or a held start; never moved."
     )
     team: str | None = Field(default=None, description="The team whose limits it counts against.")
+    blackout: list[BlackoutSpec] = Field(
+        default_factory=list,
+        description="Windows [start, end) in which the job may not run: no run of it overlaps one.",
+    )
 
 
 PoolGpus = Annotated[

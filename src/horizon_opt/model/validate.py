@@ -142,9 +142,13 @@ class _EmptyPool:
 
     def earliest_end(self, job: Job, pool: int, ready: int) -> int:
         """The earliest end of `job` on this pool from a start at or after `ready` (S + 1: none)."""
-        d = job.durations[pool]
-        ok = np.flatnonzero(self.starts(job.gangs[pool], d)[ready:])
-        return ready + int(ok[0]) + d if ok.size else self.instance.slots + 1
+        d, S = job.durations[pool], self.instance.slots
+        fits = self.starts(job.gangs[pool], d)
+        for lo, hi in self.instance.windows[job.index].allowed(d, ready, S).intervals:
+            ok = np.flatnonzero(fits[lo : hi + 1])
+            if ok.size:
+                return lo + int(ok[0]) + d
+        return S + 1
 
     def starts(self, gang: Gang, d: int) -> BoolArray:
         """Per slot s: the gang can run [s, s + d) here (its nodes up, inference next to it)."""

@@ -1,7 +1,7 @@
 """The independent plan checker: FORMAT.md's nine validity rules, written from the rules alone.
 
-It reads only the compiled instance data (durations, release, now, placed jobs, nodes up, req)
-and the plan file.
+It reads only the compiled instance data (durations, release, blackouts, now, placed jobs,
+nodes up, req) and the plan file.
 It deliberately shares no placement or reservation code with the solvers, so that a bug there
 cannot hide itself here.
 """
@@ -135,6 +135,13 @@ class _Checker:
                 )
             if a.start < 0:
                 self.report(2, f"job {job_id!r}: starts at negative slot {a.start}")
+            for lo, hi in job.blackouts if job.placed is None else ():
+                if a.start < hi and lo < a.start + d:
+                    self.report(
+                        2,
+                        f"job {job_id!r}: runs [{a.start}, {a.start + d}) through its blackout "
+                        f"[{lo}, {hi})",
+                    )
             if a.end != a.start + d:
                 self.report(
                     2, f"job {job_id!r}: end {a.end} != start {a.start} + duration {d} on {a.pool}"

@@ -122,7 +122,7 @@ def build_columns(instance: Instance) -> Columns:
         runs.append([])
         window = windows[job.index]
         for p, d in job.durations.items():
-            starts = np.arange(window.ready, window.useful_end - d + 1, dtype=np.int64)
+            starts = window.allowed(d, window.ready, window.useful_end).array()
             if not len(starts):
                 continue
             gang = job.gangs[p]

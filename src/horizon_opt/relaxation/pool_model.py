@@ -139,14 +139,14 @@ def fitting_starts(instance: Instance) -> dict[tuple[int, int], list[int]]:
         if job.placed is not None:
             out[job.index, job.placed.pool] = [job.placed.start]
             continue
-        last_end = instance.windows[job.index].useful_end
+        window = instance.windows[job.index]
         for p, d in job.durations.items():
             gang = job.gangs[p]
             ok = free[p] >= job.gpus - 1e-9
             if gang.whole:
                 ok &= whole[p] >= gang.nodes - 1e-9
             blocked = np.r_[0, np.cumsum(~ok)]
-            starts = np.arange(est[job.index], last_end - d + 1, dtype=np.int64)
+            starts = window.allowed(d, est[job.index], window.useful_end).array()
             starts = starts[blocked[starts + d] == blocked[starts]]
             if len(starts):
                 out[job.index, p] = starts.tolist()

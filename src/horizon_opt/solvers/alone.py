@@ -195,14 +195,15 @@ class AloneView:
         """(pool, start) of the earliest-starting window from t0 that ends by `latest_end`
         (ties: fastest pool)."""
         best: tuple[int, int] | None = None
+        window = self.instance.windows[job.index]
         for p, d in job.fastest_first:
             fits = self.fits(p, job.gangs[p], d)
-            last = min(latest_end - d, len(fits) - 1)
-            if last < t0:
-                continue
-            k = int(fits[t0 : last + 1].argmax())
-            if fits[t0 + k] and (best is None or t0 + k < best[1]):
-                best = (p, t0 + k)
+            for lo, hi in window.allowed(d, t0, min(latest_end, len(fits) - 1 + d)).intervals:
+                k = int(fits[lo : hi + 1].argmax())
+                if fits[lo + k]:
+                    if best is None or lo + k < best[1]:
+                        best = (p, lo + k)
+                    break
         return best
 
     def can_start(self, job: Job, t0: int, latest_end: int) -> bool:

@@ -54,10 +54,12 @@ MAX_JOB_TEST = 500  # waiting jobs planned per pass, as Slurm's bf_max_job_test 
 
 
 def _pass_slots(instance: Instance, layout: Layout) -> list[int]:
-    """Slots where a pass can start something new, as a heap: a release, or inference giving
-    GPUs back (the ends of jobs join as they start)."""
+    """Slots where a pass can start something new, as a heap: a release or the first start
+    after a blackout (the first start of each interval of a job's start domains), or inference
+    giving GPUs back (the ends of jobs join as they start)."""
     grows = np.flatnonzero((np.diff(layout.free, axis=1) > 0).any(axis=0)) + 1
-    return sorted({0, *(w.earliest for w in instance.windows), *grows.tolist()})
+    firsts = {lo for w in instance.windows for p in w.durations for lo, _ in w.starts(p).intervals}
+    return sorted({0, *(w.earliest for w in instance.windows), *firsts, *grows.tolist()})
 
 
 def _age_order(job: Job) -> tuple[float, ...]:
@@ -144,7 +146,7 @@ def solve(
             grid.hold(instance.jobs[p.job], p.pool, p.start, p.end(instance))
         for j in waiting[:MAX_JOB_TEST]:
             job, window = instance.jobs[j], windows[j]
-            if not window.on_time(t + min(job.durations.values())):
+            if not window.in_time_from(t):
                 given_up.add(j)  # it can no longer end in time, on any pool
                 continue
             fit = earliest_start(grid, job, t, window.horizon)

@@ -55,14 +55,16 @@ def left_shift(
             ends[p.job] = p.end(instance)
             continue
         gang, duration = job.gangs[p.pool], job.durations[p.pool]
-        ready = instance.windows[p.job].after(ends[q] for q in job.after)
+        window = instance.windows[p.job]
+        ready = window.after(ends[q] for q in job.after)
         if ready >= p.start:
             out.append(p)
             ends[p.job] = p.end(instance)
             continue
         grid.release(Fit(p.pool, p.start, p.nodes), gang, duration, job.team)
+        starts = window.allowed(duration, ready, p.start + duration)
         fit = grid.earliest_in_pool(
-            instance.pools[p.pool], gang, duration, ready, p.start + duration, "first", job.team
+            instance.pools[p.pool], gang, duration, starts, "first", job.team
         )
         assert fit is not None  # its own window is free again, so the search finds one
         grid.occupy(fit, gang, duration, job.team)

@@ -168,7 +168,7 @@ class Diagnosis:
         inst, job, window = self.instance, self.instance.jobs[j], self.instance.windows[j]
         S, latest = window.horizon, window.latest_end
         end_in_time, until = _until(window)
-        if not self.alone.can_start(job, 0, S):
+        if not self.alone.can_start(job, 0, S) and not window.closed():
             return Cause(Code.NO_FITTING_POOL, self._no_pool(job))
         if not self.alone.can_start(job, window.ready, latest):
             return self._deadline_impossible(j)

@@ -49,8 +49,7 @@ def fifo_placements(instance: Instance, layout: Layout) -> list[Placement]:
                 instance.pools[pool_idx],
                 job.gangs[pool_idx],
                 d,
-                t0,
-                window.horizon,
+                window.allowed(d, t0, window.horizon),
                 "first",
                 job.team,
             )

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from horizon_opt.model.instance import Gang, Instance, IntArray, Job, Pool
+from horizon_opt.model.windows import StartDomain
 from horizon_opt.solvers.window import search
 
 NodeChoice = Literal["first", "best"]
@@ -81,6 +82,25 @@ class CapacityGrid:
         pool: Pool,
         gang: Gang,
         duration: int,
+        starts: StartDomain,
+        choice: NodeChoice,
+        team: int | None,
+    ) -> Fit | None:
+        """The earliest start in `starts` (`StartWindow.allowed`) where the gang fits on `pool`,
+        within `team`'s limit there: the window search, once per interval of the domain."""
+        for lo, hi in starts.intervals:
+            fit = self._earliest_between(
+                pool, gang, duration, max(lo, 0), hi + duration, choice, team
+            )
+            if fit is not None:
+                return fit
+        return None
+
+    def _earliest_between(
+        self,
+        pool: Pool,
+        gang: Gang,
+        duration: int,
         t0: int,
         latest_end: int,
         choice: NodeChoice,
@@ -88,7 +108,7 @@ class CapacityGrid:
     ) -> Fit | None:
         """Earliest start >= t0 with end <= latest_end where the gang fits on `pool`, within
         `team`'s limit there."""
-        s = max(t0, 0)
+        s = t0
         if s + duration > latest_end:
             return None
         k, need = gang.nodes, gang.gpus_per_node
@@ -142,12 +162,14 @@ class CapacityGrid:
 
 def earliest_start(grid: CapacityGrid, job: Job, t0: int, latest_end: int) -> Fit | None:
     """The earliest-starting fit from slot t0 that ends by `latest_end`, over the job's pools
-    (ties: fastest pool, then first)."""
+    (ties: fastest pool, then first), at starts its window allows."""
     best: Fit | None = None
+    window = grid.instance.windows[job.index]
     for p, d in job.fastest_first:
         limit = latest_end if best is None else min(latest_end, best.start + d)
         pool = grid.instance.pools[p]
-        fit = grid.earliest_in_pool(pool, job.gangs[p], d, t0, limit, "first", job.team)
+        starts = window.allowed(d, t0, limit)
+        fit = grid.earliest_in_pool(pool, job.gangs[p], d, starts, "first", job.team)
         if fit is not None and (best is None or fit.start < best.start):
             best = fit
     return best

@@ -55,10 +55,11 @@ def earliest_end(
     best: Fit | None = None
     best_end = latest + 1
     pools = job.fastest_first if only is None else [(only, job.durations[only])]
+    window = grid.instance.windows[job.index]
     for pool_idx, d in pools:
-        limit = min(latest, best_end - 1)
+        starts = window.allowed(d, t0, min(latest, best_end - 1))
         pool = grid.instance.pools[pool_idx]
-        fit = grid.earliest_in_pool(pool, job.gangs[pool_idx], d, t0, limit, "best", job.team)
+        fit = grid.earliest_in_pool(pool, job.gangs[pool_idx], d, starts, "best", job.team)
         if fit is not None:
             best, best_end = fit, fit.start + d
     return best

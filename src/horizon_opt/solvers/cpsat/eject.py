@@ -120,10 +120,9 @@ class Ejector:
         for p, d in job.durations.items():
             pool = inst.pools[p]
             k, need = job.gangs[p].nodes, job.gangs[p].gpus_per_node
-            last = window.latest_start(p)
-            if last < t0:
+            starts = window.allowed(d, t0, window.latest_end).array()
+            if not len(starts):
                 continue
-            starts = np.arange(t0, last + 1)
             prefix = self._blocked_prefix(p, need)
             fits = prefix[:, starts + d] == prefix[:, starts]  # [nodes, starts]
             # Work on node n overlaps [s, s + d) iff a - d < s < e: a difference array over s.
@@ -133,7 +132,7 @@ class Ejector:
             diff = np.zeros((pool.nodes, S + 1))
             np.add.at(diff, (row[keep], lo[keep]), v[keep])
             np.add.at(diff, (row[keep], e[keep]), -v[keep])
-            cost = np.where(fits, np.cumsum(diff[:, : last + 1], axis=1)[:, starts], np.inf)
+            cost = np.where(fits, np.cumsum(diff[:, : starts[-1] + 1], axis=1)[:, starts], np.inf)
             cheapest = np.partition(cost, k - 1, axis=0)[:k] if k < pool.nodes else cost
             total = cheapest.sum(axis=0)
             for i in np.argsort(total, kind="stable")[: self.candidates]:

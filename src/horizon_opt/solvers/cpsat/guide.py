@@ -198,10 +198,17 @@ def gang_reservation(instance: Instance, guide: LpGuide, ranks: list[Rank]) -> I
         pools = sorted(job.durations, key=lambda p: (p != lp_pool, job.durations[p], p))
         for p in pools:
             d, n = job.durations[p], job.gangs[p].nodes
-            lo, hi = instance.windows[j].ready, instance.windows[j].latest_start(p)
+            window = instance.windows[j]
+            lo = window.ready
+            allowed = window.allowed(d, lo, window.latest_end)
+            hi = allowed.last()
+            if hi is None:
+                continue  # no start ends in time on this pool
             aim = min(max(lo, guide.start.get(j, lo)), hi + 1)
             starts = itertools.chain(range(aim, hi + 1), range(lo, aim))
-            start = next((s for s in starts if room[p, s : s + d].min() >= n), None)
+            start = next(
+                (s for s in starts if s in allowed and room[p, s : s + d].min() >= n), None
+            )
             if start is not None:
                 room[p, start : start + d] -= n
                 planned.append((start, j, p))

@@ -104,8 +104,7 @@ def fitting_placements(
     for p in (Placement(q.job, q.pool, q.start, tuple(sorted(q.nodes))) for q in ordered):
         j, pool, nodes, job = p.job, p.pool, p.nodes, instance.jobs[p.job]
         ok = (
-            instance.windows[j].earliest <= p.start
-            and p.end(instance) <= instance.windows[j].horizon
+            p.start in instance.windows[j].starts(pool)
             and len(nodes) == job.gangs[pool].nodes
             and all(instance.node_pool[n] == pool for n in nodes)
             and all(

@@ -4,7 +4,9 @@ A `Subproblem` names the free jobs, the nodes they may use and the GPUs those no
 for them at every slot (after inference replicas, outages and every job that stays fixed). The
 full problem is the subproblem with every job free on every node; the LNS loop builds small ones.
 
-Per free job: one start variable, a presence literal per allowed pool, and per candidate node
+Per free job: one start variable, whose domain is the union of the starts its window allows on
+its pools (`cp_domain`: the one place a `StartDomain` becomes a variable's domain), a presence
+literal per allowed pool (which keeps the start to that pool's domain), and per candidate node
 an optional fixed-size interval with its own presence literal. A job of `gpus <= G` picks exactly
 one node; a larger gang picks `gpus / G` whole nodes. Each node is a cumulative resource of
 capacity G whose leftover profile is carved out with fixed intervals, so any solution is
@@ -19,6 +21,7 @@ one unit of value.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import defaultdict
@@ -29,9 +32,15 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from horizon_opt.model.instance import Instance, IntArray, Promise
+from horizon_opt.model.windows import StartDomain
 from horizon_opt.plans.inference import Layout
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.borrowed import team_used
+
+
+def cp_domain(starts: StartDomain) -> cp_model.Domain:
+    """A start domain as CP-SAT's."""
+    return cp_model.Domain.from_intervals([list(interval) for interval in starts.intervals])
 
 
 @dataclass
@@ -159,24 +168,32 @@ class NodeModel:
         for j in self.sub.jobs:
             job = self.inst.jobs[j]
             lo, hi = self.sub.earliest[j], self.sub.latest_end[j]
+            window = self.inst.windows[j]
             pools = {}
             for p, d in job.durations.items():
                 nodes = self._candidate_nodes(j, p)
-                if hi - lo >= d and len(nodes) >= job.gangs[p].nodes:
-                    pools[p] = (d, nodes)
+                starts = window.allowed(d, lo, hi)
+                if starts and len(nodes) >= job.gangs[p].nodes:
+                    pools[p] = (d, nodes, starts)
             if not pools:
                 continue
-            dmin = min(d for d, _ in pools.values())
-            start = m.new_int_var(lo, hi - dmin, f"start[{job.id}]")
+            dmin = min(d for d, _, _ in pools.values())
+            anywhere = functools.reduce(
+                cp_model.Domain.union_with, (cp_domain(s) for _, _, s in pools.values())
+            )
+            start = m.new_int_var_from_domain(anywhere, f"start[{job.id}]")
             end = m.new_int_var(lo + dmin, hi, f"end[{job.id}]")
             self.start[j] = start
             self.end[j] = end
             self.on_pool[j] = {}
             self.on_node[j] = {}
-            for p, (d, nodes) in pools.items():
+            for p, (d, nodes, starts) in pools.items():
                 y = m.new_bool_var(f"pool[{job.id},{self.inst.pools[p].name}]")
                 self.on_pool[j][p] = y
-                m.add(start + d <= hi).only_enforce_if(y)
+                if len(starts.intervals) == 1:
+                    m.add(start + d <= hi).only_enforce_if(y)
+                else:  # holes: the start on this pool keeps to its domain
+                    m.add_linear_expression_in_domain(start, cp_domain(starts)).only_enforce_if(y)
                 m.add(end == start + d).only_enforce_if(y)
                 demand = job.gangs[p].gpus_per_node
                 for n in nodes:
