@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -28,9 +28,10 @@ from horizon_opt.params import LOOP
 from horizon_opt.plans.check import check
 from horizon_opt.plans.inference import plan_layout
 from horizon_opt.plans.plan import Plan
-from horizon_opt.simulate.audit import Audit, Run, told_spec
+from horizon_opt.simulate.audit import Audit, told_spec
 from horizon_opt.simulate.bets import RunTimeBets
 from horizon_opt.simulate.dispatch import PlannedStarts, reseat
+from horizon_opt.simulate.live_runs import LiveRun, LiveRuns
 from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.predictions import PredictionLog
@@ -44,16 +45,6 @@ from horizon_opt.simulate.world import World
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.solvers.alone import AloneView
 from horizon_opt.solvers.reclaim import quotas_bind
-
-
-@dataclass
-class _Run:
-    job: int
-    pool: int
-    start: int
-    end: int  # real end (early, or at the estimate)
-    gpus: dict[int, tuple[int, ...]]  # node -> GPU indices
-    fails: bool
 
 
 def require_empty_cluster(instance: Instance, name: str | None = None) -> None:
@@ -96,15 +87,13 @@ class _Replayer:
         self.policy = policy
         self.options = options
         self.on_decision = on_decision
-        self.running: dict[int, _Run] = {}
+        self.live = LiveRuns(instance)  # what runs now, and every run for the audit
         self.done: set[int] = set()  # ended successfully
         self.gone: set[int] = set()  # ended: done, failed or cancelled
-        self.failed = self.cancelled = self.user_cancelled = self.preemptions = 0
-        self.runs: list[Run] = []
+        self.failed = self.cancelled = self.user_cancelled = 0
         self.reclaimed: dict[int, int] = defaultdict(int)  # team -> its runs preempted for quota
         self.quotas = quotas_bind(instance)  # without a quota, nothing is reclaimed
         self.serving = Serving(instance, world)  # inference: reserved, ran, served
-        self.lost = 0.0
         self.realized = 0.0
         self.plan: Plan | None = None
         self.decisions = self.replans = 0
@@ -135,13 +124,15 @@ class _Replayer:
         """The instance the planner sees at `t`: the known jobs (a known job waits only for
         known or done jobs, so leaving the rest out drops just the done ones from `after`), the
         running ones placed where they run."""
-        running = {j: Running(run.pool, run.start, run.gpus) for j, run in self.running.items()}
+        running = {
+            j: Running(run.pool, run.start, run.gpus) for j, run in self.live.running.items()
+        }
         told = self.told
         if self.bets is not None:
             told, running = self.bets.view(
                 running,
                 t,
-                lambda j, at: self.down_from(self.running[j], at),
+                lambda j, at: self.live.down_from(self.live.running[j], at),
                 lambda: self.to_predict(t),
             )
         try:
@@ -204,7 +195,7 @@ class _Replayer:
         ahead = -(-PROMISE_AHEAD_MINUTES // inst.slot_minutes)
         for a in plan.assignments:
             j = inst.job_index[a.job]
-            if j in self.running or a.start < t:
+            if j in self.live.running or a.start < t:
                 continue
             gpus = {inst.node_index[n]: tuple(g) for n, g in a.gpus.items()}
             self.planned.add(j, a.start, inst.pool_index[a.pool], gpus, a.end)
@@ -218,16 +209,16 @@ class _Replayer:
     # -- the world -------------------------------------------------------------------------------
 
     def end_jobs(self, t: int) -> bool:
-        ended = [j for j, r in self.running.items() if r.end == t]
+        ended = [j for j, r in self.live.running.items() if r.end == t]
         for j in ended:
-            run = self.running.pop(j)
+            run = self.live.running.pop(j)
             job = self.inst.jobs[j]
             self.gone.add(j)
             self.predictions.ended(j, run.end - run.start)
             if self.bets is not None:
                 self.bets.ended(j, run.end - run.start, job.durations[run.pool], not run.fails)
             user = job.id in self.world.cancels
-            self.record(run, "cancelled" if user else "failed" if run.fails else "completed")
+            self.live.record(run, "cancelled" if user else "failed" if run.fails else "completed")
             if run.fails:
                 self.failed += 1
                 self.user_cancelled += user
@@ -240,14 +231,6 @@ class _Replayer:
                     self.tally.completed(job.value, run.start, run.end)
         return bool(ended)
 
-    def record(self, run: _Run, outcome: str, end: int | None = None) -> None:
-        """Log a run for the audit, by names (`end`: when it stopped, if before its real end)."""
-        inst = self.inst
-        gpus = {inst.node_names[n]: g for n, g in run.gpus.items()}
-        stop = run.end if end is None else end
-        pool = inst.pools[run.pool].name
-        self.runs.append(Run(inst.jobs[run.job].id, pool, run.start, stop, gpus, outcome))
-
     def cancel_after(self, j: int) -> None:
         for s in self.inst.successors[j]:
             if s not in self.gone:
@@ -255,13 +238,6 @@ class _Replayer:
                 self.book.cancel(s)
                 self.cancelled += 1
                 self.cancel_after(s)
-
-    def batch_gpus(self) -> IntArray:
-        used = np.zeros(self.inst.num_nodes, dtype=np.int64)
-        for r in self.running.values():
-            for n, g in r.gpus.items():
-                used[n] += len(g)
-        return used
 
     def overrunning(self, j: int, t: int) -> bool:
         """Whether running job `j` is past the end its plan bet on (on borrowed time)."""
@@ -273,21 +249,15 @@ class _Replayer:
         return {
             j
             for j in self.known(t)
-            if j not in self.running
+            if j not in self.live.running
             and self.inst.jobs[j].release <= t
             and not self.alone.can_start(self.inst.jobs[j], t, self.inst.windows[j].latest_end)
         }
 
-    def down_from(self, run: _Run, t: int) -> int:
-        """The first slot from `t` at which a node of the run is down (or the horizon's end):
-        a job that outlives its prediction into an outage is stopped there."""
-        down = ~self.inst.up[list(run.gpus), t:].all(axis=0)
-        return t + int(np.argmax(down)) if down.any() else self.inst.slots
-
     def stop_on_outages(self, t: int) -> bool:
         """Stop the runs on a node that is down at `t` (only a run that outlived the end its plan
         believed can be there); returns whether one was stopped."""
-        stopped = [j for j, r in self.running.items() if self.down_from(r, t) == t]
+        stopped = [j for j, r in self.live.running.items() if self.live.down_from(r, t) == t]
         for j in stopped:
             self.stop(j, t)
         return bool(stopped)
@@ -295,7 +265,7 @@ class _Replayer:
     def preempt_one(self, pool: int, t: int) -> bool:
         """Stop a job on `pool`: one on borrowed time first, else the lowest-value one (latest
         start first among equals)."""
-        on_pool = [j for j, r in self.running.items() if r.pool == pool]
+        on_pool = [j for j, r in self.live.running.items() if r.pool == pool]
         if not on_pool:
             return False
         j = min(
@@ -303,7 +273,7 @@ class _Replayer:
             key=lambda k: (
                 not self.overrunning(k, t),
                 self.inst.jobs[k].value,
-                -self.running[k].start,
+                -self.live.running[k].start,
                 k,
             ),
         )
@@ -319,13 +289,15 @@ class _Replayer:
         ready = [
             j
             for j in self.known(t)
-            if j not in self.running
+            if j not in self.live.running
             and inst.jobs[j].release <= t
             and all(p in self.done for p in inst.jobs[j].after)
         ]
-        spare = np.maximum(inst.capacity[:, t] - self.batch_gpus() - self.serving.reserved[:, t], 0)
+        spare = np.maximum(
+            inst.capacity[:, t] - self.live.gpus_used() - self.serving.reserved[:, t], 0
+        )
         free = np.bincount(inst.node_pool, weights=spare, minlength=len(inst.pools))
-        held = {j: Holding(r.pool, r.start) for j, r in self.running.items()}
+        held = {j: Holding(r.pool, r.start) for j, r in self.live.running.items()}
         victims = reclaim_victims(inst, held, ready, free.astype(np.int64), t)
         for j in victims:
             self.stop(j, t)
@@ -336,29 +308,17 @@ class _Replayer:
 
     def stop(self, j: int, t: int) -> None:
         """Preempt running job `j` at `t`: it loses its progress and waits again."""
-        run = self.running.pop(j)
+        self.live.preempt(j, t)
         self.predictions.stopped(j)
         if self.bets is not None:
             self.bets.stopped(j)
-        job = self.inst.jobs[j]
-        self.record(run, "preempted", end=t)
-        self.preemptions += 1
-        self.lost += job.gpus * (t - run.start) * self.inst.hours_per_slot
-
-    def holdings(self) -> tuple[IntArray, dict[int, set[int]]]:
-        """GPUs the running jobs use per node, and which."""
-        held: dict[int, set[int]] = defaultdict(set)
-        for r in self.running.values():
-            for n, g in r.gpus.items():
-                held[n].update(g)
-        return self.batch_gpus(), held
 
     def reclaim(self, gpus: dict[int, tuple[int, ...]], t: int) -> bool:
         """Preempt the jobs on borrowed time that hold any of `gpus` (a planned start needs
         them); returns whether one was stopped."""
         takers = [
             k
-            for k, r in self.running.items()
+            for k, r in self.live.running.items()
             if self.overrunning(k, t)
             and any(set(r.gpus.get(n, ())) & set(g) for n, g in gpus.items())
         ]
@@ -369,27 +329,30 @@ class _Replayer:
     def reclaim_for_inference(self, t: int) -> None:
         """Preempt jobs on borrowed time on the nodes where the plan's inference reservation at
         `t` needs their GPUs."""
-        used = self.batch_gpus()
+        used = self.live.gpus_used()
         for n in np.flatnonzero(
             used + self.serving.reserved[:, t] > self.inst.capacity[:, t]
         ).tolist():
-            for k in [k for k, r in self.running.items() if n in r.gpus]:
-                over = self.batch_gpus()[n] + self.serving.reserved[n, t] > self.inst.capacity[n, t]
+            for k in [k for k, r in self.live.running.items() if n in r.gpus]:
+                over = (
+                    self.live.gpus_used()[n] + self.serving.reserved[n, t]
+                    > self.inst.capacity[n, t]
+                )
                 if over and self.overrunning(k, t):
                     self.stop(k, t)
 
     def start_jobs(self, t: int) -> bool:
         """Start what the plan starts at `t`; returns whether a start was blocked."""
         blocked = False
-        used, held = self.holdings()
+        used, held = self.live.holdings()
         for j in self.planned.at.get(t, []):
-            if j in self.gone or j in self.running:
+            if j in self.gone or j in self.live.running:
                 continue
             job = self.inst.jobs[j]
             pool, gpus = self.planned.seats[j]
             ready = all(p in self.done for p in job.after)
             if ready and self.reclaim(gpus, t):
-                used, held = self.holdings()
+                used, held = self.live.holdings()
             fits = all(
                 not held[n] & set(g)
                 and used[n] + len(g) + self.serving.reserved[n, t] + self.serving.extra[n]
@@ -404,7 +367,9 @@ class _Replayer:
                 continue
             estimate = job.durations[pool]
             real = self.world.run_slots(job.id, estimate)
-            self.running[j] = _Run(j, pool, t, t + real, dict(gpus), job.id in self.world.fails)
+            self.live.running[j] = LiveRun(
+                j, pool, t, t + real, dict(gpus), job.id in self.world.fails
+            )
             self.book.start(j, t)
             self.predictions.started(j, self.planned.ends[j] - t)
             if self.bets is not None:
@@ -421,7 +386,7 @@ class _Replayer:
         that the plan leaves free for its planned run (`simulate.dispatch`), or None."""
         pool, _ = self.planned.seats[j]
         run = (t, self.planned.ends[j])
-        others = self.planned.others(j, t, self.running.keys() | self.gone)
+        others = self.planned.others(j, t, self.live.running.keys() | self.gone)
         taken = used + self.serving.extra
         gang = self.inst.jobs[j].gangs[pool]
         return reseat(self.inst, pool, gang, run, taken, held, self.serving.reserved, others)
@@ -436,7 +401,7 @@ class _Replayer:
             event |= self.end_jobs(t)
             by_slot.append(self.realized)
             event |= t in releases
-            event |= self.bets is not None and self.bets.event(t, self.running)
+            event |= self.bets is not None and self.bets.event(t, self.live.running)
             event |= self.stop_on_outages(t)
             event |= self.reclaim_quotas(t)
             due = policy.due(t)
@@ -445,13 +410,13 @@ class _Replayer:
             self.reclaim_for_inference(t)
             served, wanted, missing, preempted = self.serving.serve(
                 t,
-                self.batch_gpus,
+                self.live.gpus_used,
                 self.preempt_one,
-                self.planned.gpus_at(t, self.running.keys() | self.gone, inst.num_nodes),
+                self.planned.gpus_at(t, self.live.running.keys() | self.gone, inst.num_nodes),
             )
             blocked = self.start_jobs(t)
             event = preempted or blocked
-            used = self.batch_gpus()
+            used = self.live.gpus_used()
             over = used + self.serving.reserved[:, t] + self.serving.extra > inst.capacity[:, t]
             if over.any():  # the replay's own invariant: never more GPUs than a node has
                 n = int(np.flatnonzero(over)[0])
@@ -463,11 +428,11 @@ class _Replayer:
             totals.add(float(used.sum()), served, up, wanted, missing)
             self.tally.slot(t, float(used.sum()) + served, up)
         self.end_jobs(inst.slots)  # the jobs that end with the horizon
-        for run in self.running.values():  # a job planned on less than its limit may run on
+        for run in self.live.running.values():  # a job planned on less than its limit may run on
             job = inst.jobs[run.job]
             if not run.fails and job.ends_on_time(run.end):
                 self.tally.completed(job.value, run.start, run.end)  # (it would complete)
-            self.record(run, "unfinished", end=inst.slots)
+            self.live.record(run, "unfinished", end=inst.slots)
         by_slot.append(self.realized)
         return _figures(self, totals, by_slot)
 
@@ -476,7 +441,7 @@ def _figures(r: _Replayer, totals: SlotTotals, by_slot: list[float]) -> Replay:
     """What a finished replay realized, with its audit and the judgements read from it."""
     inst, policy = r.inst, r.policy
     promised, promise_error, p50_error, coverage = r.book.figures(inst.slots, inst.hours_per_slot)
-    audit = Audit(r.runs, r.serving.ran_replicas, r.serving.served)
+    audit = Audit(r.live.log, r.serving.ran_replicas, r.serving.served)
     told_fails = r.world.fails if policy.knows_outcomes else frozenset()
     starved = {s.job: s.slots for s in starved_jobs(inst, audit, told_fails)}
     run_error, under = r.predictions.figures(inst.hours_per_slot)
@@ -492,8 +457,8 @@ def _figures(r: _Replayer, totals: SlotTotals, by_slot: list[float]) -> Replay:
         cancelled_by_user=r.user_cancelled,
         reclaims=sum(r.reclaimed.values()),
         reclaimed_by_team={inst.teams[k].name: n for k, n in r.reclaimed.items()},
-        preemptions=r.preemptions,
-        lost_gpu_hours=r.lost,
+        preemptions=r.live.preemptions,
+        lost_gpu_hours=r.live.lost,
         slo_short_replica_hours=totals.short * inst.hours_per_slot,
         slo_short_share=totals.short / totals.demand if totals.demand else 0.0,
         decisions=r.decisions,
