@@ -76,7 +76,8 @@ VARIANTS: dict[str, Variant] = {
         )
     },
     # Where cpsat-expect@event's edge over backfill-expect comes from: each takes one away.
-    "cpsat-expect@event (no value order)": Variant("cpsat-expect@event", {"value_order": False}),
+    "cpsat-expect@event (no value order)": Variant("cpsat-expect@event", {"end_order": "none"}),
+    "cpsat-expect@event (priority order)": Variant("cpsat-expect@event", {"end_order": "priority"}),
     "cpsat-expect@event (no fill)": Variant("cpsat-expect@event", {"fill_gaps": False}),
     "cpsat-expect@event (inference at its peak)": Variant("cpsat-expect@event", at_peak=True),
     "backfill-expect (inference at its peak)": Variant("backfill-expect", at_peak=True),

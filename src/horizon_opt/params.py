@@ -65,9 +65,10 @@ class SearchParams:
     (`compact.fill_gaps`)."""
 
     # -- the order of equal plans ---------------------------------------------------------------
-    value_order: bool = True
-    """Plans of equal pwo rank by their end slots weighted by value (`model.end_weights`), so
-    valuable work ends first; False weighs every job alike (an ablation of the loop's order)."""
+    end_order: Literal["value", "priority", "none"] = "value"
+    """Plans of equal pwo rank by their end slots weighted per job (`model.end_weights`): by
+    value, the most valuable work per GPU-hour ends first; by priority, also the smallest work
+    first among equal priorities; none weighs every job alike (smallest work first)."""
 
     # -- the full model -------------------------------------------------------------------------
     full_model_max_intervals: int = 4_000

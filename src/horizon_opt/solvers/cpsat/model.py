@@ -27,6 +27,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -96,15 +97,22 @@ def value_scale(instance: Instance) -> float:
 END_WEIGHT_STEPS = 1000  # a job's end-slot weight in the tie-break is 1 to this, by value
 
 
-def end_weights(instance: Instance, by_value: bool = True) -> tuple[int, ...]:
-    """Per job, the weight of its end slot in the tie-break: its value on a scale of 1 to
-    `END_WEIGHT_STEPS`. Plans of equal pwo then rank by value-weighted completion, so the
-    most valuable work per GPU-hour comes first (Smith's rule); with an open end, where every
-    job can end in time, this is what ranks plans at all. Not `by_value`: 1 for every job."""
-    top = max((j.value for j in instance.jobs), default=0.0)
-    if top <= 0 or not by_value:
+def end_weights(
+    instance: Instance, order: Literal["value", "priority", "none"] = "value"
+) -> tuple[int, ...]:
+    """Per job, the weight of its end slot in the tie-break, on a scale of 1 to
+    `END_WEIGHT_STEPS`. Plans of equal pwo then rank by weighted completion; with an open end,
+    where every job can end in time, this is what ranks plans at all. Smith's rule over GPU-hours
+    says what each order puts first: by value (priority times GPU-hours), the highest priority;
+    by priority, the highest priority per GPU-hour, so small urgent work before large; none (1
+    for every job), the smallest work."""
+    if order == "none":
         return tuple(1 for _ in instance.jobs)
-    return tuple(max(1, round(END_WEIGHT_STEPS * j.value / top)) for j in instance.jobs)
+    weights = [j.value if order == "value" else j.priority for j in instance.jobs]
+    top = max(weights, default=0.0)
+    if top <= 0:
+        return tuple(1 for _ in instance.jobs)
+    return tuple(max(1, round(END_WEIGHT_STEPS * w / top)) for w in weights)
 
 
 def value_units(value: float, scale: float) -> int:

@@ -42,9 +42,7 @@ class Search:
         self.runner = Runner(self.budget, self.write_log if log is not None else None)
         self.rng = np.random.default_rng(options.seed)
         self.scale = value_scale(instance)
-        self.end_weights = end_weights(
-            instance, self.params.value_order
-        )  # the tie-break's, once per search
+        self.end_weights = end_weights(instance, self.params.end_order)  # once per search
         self.layout: Layout = elastic_layout(instance)  # the plan's inference layout
         self.est = earliest_starts(instance)
         # With an open end every job can end in time: plans rank by when work ends.
