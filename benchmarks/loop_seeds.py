@@ -7,8 +7,10 @@ backfill and backfill-expect (`--peer best`, told no more than an -expect varian
 plans with one worker, so every replay is repeatable (`SolveOptions.repeatable`) and two
 variants differ by what they decide, not by the machine's load. Reports per variant the median,
 mean and worst realized pwo (or pwo in the measured window, `--figure window`) against the
-peer's, on how many (world, solver seed) pairs it beats the peer, the median promise error
-with its P50 error and P90 coverage, and per pair.
+peer's, a distribution-free 95% interval of that median (order statistics; none below 6
+pairs), on how many (world, solver seed) pairs it beats the peer, the median promise error
+with its P50 error and P90 coverage, and per pair. A difference whose interval spans zero is
+not one the draws can tell from noise.
 
     .venv/bin/python benchmarks/loop_seeds.py --jobs 2 --seeds 10 \\
         --out benchmarks/results/loop_seeds.md
@@ -17,6 +19,7 @@ with its P50 error and P90 coverage, and per pair.
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import statistics
 import sys
@@ -160,19 +163,21 @@ def report(
         f"world seeds 0-{args.seeds - 1} x solver seeds {_seeds(args.solver_seeds)}; {figure} "
         f"against {peer_name} in the same world.",
         "",
-        "| variant | median | mean | worst | pairs above the peer | promise error h "
-        "| P50 error h | P90 coverage | starved jobs (all pairs) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| variant | median | median, 95% interval | mean | worst | pairs above the peer "
+        "| promise error h | P50 error h | P90 coverage | starved jobs (all pairs) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for p in PEERS:
         lines.append(
-            f"| {p} | | | | | {_promises(rows, p)} | {sum(r[f'{p} s'] for r in rows):.0f} |"
+            f"| {p} | | | | | | {_promises(rows, p)} | {sum(r[f'{p} s'] for r in rows):.0f} |"
         )
     for k in labels:
         v = pct[k]
         above = sum(x > 0 for x in v)
+        interval = median_interval(v)
+        span = "" if interval is None else f"{interval[0]:+.1f}% to {interval[1]:+.1f}%"
         lines.append(
-            f"| {k} | {statistics.median(v):+.1f}% | {statistics.mean(v):+.1f}% | "
+            f"| {k} | {statistics.median(v):+.1f}% | {span} | {statistics.mean(v):+.1f}% | "
             f"{min(v):+.1f}% | {above} of {len(v)} | "
             f"{_promises(rows, k)} | {sum(r[f'{k} s'] for r in rows):.0f} |"
         )
@@ -182,6 +187,21 @@ def report(
         cells = " | ".join(f"{r[f'{k}{suffix}']:,.0f} ({pct[k][i]:+.1f}%)" for k in labels)
         lines.append(f"| {r['seed']:.0f} | {r['solver seed']:.0f} | {peer(r):,.0f} | {cells} |")
     return "\n".join(lines) + "\n"
+
+
+def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free interval that holds the median with at least `level` confidence:
+    the k-th smallest and k-th largest value, k the largest with P(Binomial(n, 1/2) < k) at
+    most (1 - level) / 2. None when no such k exists (fewer than 6 values at 95%)."""
+    n, tail = len(values), (1.0 - level) / 2
+    below, k = 0.0, 0
+    while k < n // 2 and below + math.comb(n, k) / 2**n <= tail:
+        below += math.comb(n, k) / 2**n
+        k += 1
+    if k == 0:
+        return None
+    ordered = sorted(values)
+    return ordered[k - 1], ordered[n - k]
 
 
 def _promises(rows: list[dict[str, float]], label: str) -> str:

@@ -101,3 +101,13 @@ def test_bench_summary_only_reads_and_writes_bench_results(
     result = CliRunner().invoke(app, ["bench", str(suite), "--summary-only", "--no-charts"])
     assert result.exit_code == 0, result.output
     assert summary.is_file() and not (tmp_path / "benchmarks" / "results").exists()
+
+
+def test_the_median_interval_is_the_binomial_order_statistics() -> None:
+    """n = 10: P(Binomial(10, 1/2) <= 1) = 11/1024 <= 2.5% < P(... <= 2) = 56/1024, so the
+    95% interval runs from the 2nd smallest to the 2nd largest value; n = 5 has none (1/32 >
+    2.5%); n = 6 spans them all (1/64)."""
+    interval = load("loop_seeds").median_interval
+    assert interval([float(x) for x in range(10)]) == (1.0, 8.0)
+    assert interval([float(x) for x in range(5)]) is None
+    assert interval([5.0, 1.0, 3.0, 0.0, 4.0, 2.0]) == (0.0, 5.0)
