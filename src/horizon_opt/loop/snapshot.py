@@ -4,7 +4,8 @@
 validates and compiles the whole spec again. A replay that decides at every event asks for one
 state per decision, and everything but the placed jobs is already compiled and checked: here the
 kept jobs are renumbered, the running ones placed, and only what a placement can get wrong is
-checked again (the same rules as the compiler, with its messages' field paths). The resulting
+checked again, by the compiler's own checks (`PlacedCompiler` for one placed job,
+`check_placed` for placed jobs together), so its messages are the compiler's. The resulting
 `Instance` equals the round trip's, and its `spec` is the spec that the round trip compiles.
 """
 
@@ -13,11 +14,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from horizon_opt.errors import InstanceError
-from horizon_opt.model.compiler import _Compiler
 from horizon_opt.model.compiler_checks import check_placed
+from horizon_opt.model.compiler_placed import PlacedCompiler
 from horizon_opt.model.instance import Instance, Job, Placed
 from horizon_opt.model.open_end import extend
 from horizon_opt.model.spec import InstanceSpec, PlacedSpec
@@ -60,41 +59,36 @@ def instance_at(
     running_at = {_index(instance, k): run for k, run in running.items()}
     kept = sorted({_index(instance, k) for k in keep} | set(running_at))
     renumber = {old: new for new, old in enumerate(kept)}
-    problems: list[str] = []
+    checks = PlacedCompiler.for_state(instance, now)
     jobs: list[Job] = []
     placed_specs: dict[int, PlacedSpec] = {}
     for new, old in enumerate(kept):
         job = instance.jobs[old]
         after = tuple(renumber[p] for p in job.after if p in renumber)
-        path = f"jobs[{new}].placed"
+        path = f"jobs[{new}]"
         if old in running_at:
-            got = _placement(instance, job, running_at[old], now, path)
-            if isinstance(got, list):
-                problems += got
+            got = _placement(checks, instance, job, running_at[old], path)
+            if got is None:
                 continue
             placed, placed_specs[old] = got
             jobs.append(_job(job, new, after, placed.start, placed))
         elif job.placed is not None:  # placed in the instance: it stays there
-            if job.placed.end <= now:
-                problems.append(
-                    f"{path}.start: job {job.id!r} ended at slot {job.placed.end}, at or before "
-                    f"now ({now}): leave finished jobs out of the instance"
-                )
+            checks.check_running(job.id, job.placed.end, f"{path}.placed")
             jobs.append(_job(job, new, after, job.release, job.placed))
         else:
             jobs.append(_job(job, new, after, first_start(job.release, now, None), None))
-    if not problems:  # placed jobs together, as the compiler checks them
+    if not checks.problems:  # placed jobs together, as the compiler checks them
         check_placed(
             jobs,
             instance.pools,
             instance.slots,
             now,
             instance.node_names,
-            instance.node_pool.tolist(),
-            lambda path, message: problems.append(f"{path}: {message}"),
+            checks.node_pools,
+            checks.error,
         )
-    if problems:
-        raise InstanceError(problems)
+    if checks.problems:
+        raise InstanceError(checks.problems)
     state = Instance(
         name=instance.name,
         slots=instance.slots,
@@ -158,103 +152,32 @@ def _index(instance: Instance, key: int | str) -> int:
 
 
 def _placement(
-    instance: Instance, job: Job, run: Running | PlacedSpec, now: int, path: str
-) -> tuple[Placed, PlacedSpec] | list[str]:
-    """One job's placement, checked on its own as the compiler does, with the spec that writes
-    it; or the problems."""
+    checks: PlacedCompiler, instance: Instance, job: Job, run: Running | PlacedSpec, path: str
+) -> tuple[Placed, PlacedSpec] | None:
+    """One job's placement, checked on its own by the compiler's checks, with the spec that
+    writes it; None when `checks` holds its problems. Checked as written: a state's spec is
+    what the round trip compiles, and one rule reads both forms."""
     if job.placed is not None:
-        return [f"{path}: job {job.id!r} is placed already in the instance"]
-    spec = run if isinstance(run, PlacedSpec) else None
-    if isinstance(run, PlacedSpec):
-        got = _resolved(instance, run, path)
-        if isinstance(got, list):
-            return got
-        run = got
-    if run.pool not in job.durations:
-        return [f"{path}.pool: job {job.id!r} may not run on pool {run.pool}"]
-    start, S = run.start, instance.slots
-    end = run.end if run.end is not None else start + job.durations[run.pool]
-    problems = []
-    if not 0 <= start < S:
-        problems.append(f"{path}.start: slot {start} is outside the horizon [0, {S})")
-    elif start < job.release:
-        problems.append(f"{path}.start: slot {start} is before its release (slot {job.release})")
-    if end <= start:
-        problems.append(f"{path}.end: slot {end} is not after start {start}")
-    elif end > S and not instance.spec.horizon.open_end:
-        problems.append(f"{path}.start: job {job.id!r} runs until slot {end}, past the horizon")
-    elif end <= now:
-        problems.append(f"{path}.start: job {job.id!r} ended at slot {end}, at or before now")
-    gpus = {int(n): tuple(sorted(int(g) for g in idx)) for n, idx in run.gpus.items()}
-    problems += _gang_problems(instance, job, run.pool, gpus, path)
-    if problems:
-        return problems
-    for n in gpus:
-        if instance.up[n, start:end].all():
-            continue
-        down = np.flatnonzero(~instance.up[n, start:end])
-        problems.append(
-            f"{path}.gpus: job {job.id!r} runs on {instance.node_names[n]} while that node "
-            f"is down (slot {int(down[0]) + start})"
-        )
-    if problems:
-        return problems
-    return Placed(run.pool, start, end, gpus), spec or _written(instance, run)
+        checks.error(f"{path}.placed", f"job {job.id!r} is placed already in the instance")
+        return None
+    spec = run if isinstance(run, PlacedSpec) else _written(instance, run)
+    placed = checks.placement(job, job.durations, job.gangs, spec, instance.pools, path)
+    return None if placed is None else (placed, spec)
 
 
 def _written(instance: Instance, run: Running) -> PlacedSpec:
-    """A checked placement as a job's `placed:` (built, not validated again)."""
+    """A placement in compiled terms as a job's `placed:` (built, not validated: the checks
+    read it next). Its pool and nodes must exist: indices outside the instance describe no
+    state of it."""
+    nodes = len(instance.node_names)
+    if not 0 <= run.pool < len(instance.pools) or not all(0 <= n < nodes for n in run.gpus):
+        raise ValueError(f"pool {run.pool} or a node of {sorted(run.gpus)} is not the instance's")
     pool = instance.pools[run.pool].name
     gpus = {instance.node_names[n]: [int(g) for g in idx] for n, idx in run.gpus.items()}
+    start = int(run.start)
     if run.end is None:  # as the round trip writes it: end unset, the estimate
-        return PlacedSpec.model_construct(pool=pool, start=run.start, gpus=gpus)
-    return PlacedSpec.model_construct(pool=pool, start=run.start, end=run.end, gpus=gpus)
-
-
-def _resolved(instance: Instance, spec: PlacedSpec, path: str) -> Running | list[str]:
-    """A `placed:` as written (names, slots or timestamps) in compiled terms."""
-    pool = instance.pool_index.get(spec.pool)
-    if pool is None:
-        return [f"{path}.pool: unknown pool {spec.pool!r}"]
-    times = _Compiler(instance.spec, {})  # its time units, nothing else
-    start = times.time(spec.start, f"{path}.start", round_up=False)
-    end = None if spec.end is None else times.time(spec.end, f"{path}.end", round_up=True)
-    gpus = {}
-    for name, idx in spec.gpus.items():
-        n = instance.node_index.get(name)
-        if n is None or instance.node_pool[n] != pool:
-            times.error(f"{path}.gpus", f"{name!r} is not a node of pool {spec.pool!r}")
-        else:
-            gpus[n] = idx
-    if times.problems or start is None:
-        return [str(p) for p in times.problems]
-    return Running(pool, start, gpus, end)
-
-
-def _gang_problems(
-    instance: Instance, job: Job, pool: int, gpus: Mapping[int, tuple[int, ...]], path: str
-) -> list[str]:
-    """The nodes are the pool's, the GPU indices distinct and on the node, and the shape is the
-    job's gang on that pool."""
-    p = instance.pools[pool]
-    problems = []
-    for n, idx in gpus.items():
-        if n not in p.node_range:
-            problems.append(f"{path}.gpus: node {n} is not a node of pool {p.name!r}")
-        elif len(set(idx)) != len(idx) or not all(0 <= g < p.gpus_per_node for g in idx):
-            problems.append(
-                f"{path}.gpus.{instance.node_names[n]}: GPU indices {list(idx)} are not "
-                f"distinct indices in 0..{p.gpus_per_node - 1}"
-            )
-    gang = job.gangs[pool]
-    if not problems and (
-        len(gpus) != gang.nodes or {len(v) for v in gpus.values()} != {gang.gpus_per_node}
-    ):
-        problems.append(
-            f"{path}.gpus: a gang of {job.gpus} GPUs on pool {p.name} holds "
-            f"{gang.gpus_per_node} GPUs on each of {gang.nodes} node(s)"
-        )
-    return problems
+        return PlacedSpec.model_construct(pool=pool, start=start, gpus=gpus)
+    return PlacedSpec.model_construct(pool=pool, start=start, end=int(run.end), gpus=gpus)
 
 
 def _spec_at(

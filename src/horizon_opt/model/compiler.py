@@ -4,7 +4,8 @@ per problem, each naming its field path (`jobs[3].duration.h100: ...`), as FORMA
 
 `_Compiler` compiles the horizon, pools, nodes and outages and puts the instance together; its
 parts compile the rest: `CompilerCore` (compiler_core.py: time units, problems), `JobsCompiler`
-(compiler_jobs.py) and `ServicesCompiler` (compiler_services.py).
+(compiler_jobs.py; one placed job's checks in `PlacedCompiler`, compiler_placed.py) and
+`ServicesCompiler` (compiler_services.py).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 once known, the problems and warnings collected, and the time units (slots, timestamps,
 durations).
 
-`CompilerCore` is the base of the jobs part (`JobsCompiler`, compiler_jobs.py) and the services
-part (`ServicesCompiler`, compiler_services.py) of `_Compiler` (compiler.py).
+`CompilerCore` is the base of the jobs part (`JobsCompiler`, compiler_jobs.py, over the checks of
+one placed job, `PlacedCompiler`, compiler_placed.py) and the services part (`ServicesCompiler`,
+compiler_services.py) of `_Compiler` (compiler.py).
 """
 
 from __future__ import annotations

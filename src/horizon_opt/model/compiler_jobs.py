@@ -1,24 +1,20 @@
 """The jobs of a spec compiled: each job's durations per pool, gang, release, deadline,
-blackouts, dependencies, team and, when it runs, its checked `placed:`; then dependency cycles and the
-running jobs together.
+blackouts, dependencies, team and, when it runs, its `placed:` (checked by `PlacedCompiler`,
+compiler_placed.py); then dependency cycles and the running jobs together.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from horizon_opt.model.compiler_checks import check_placed, slot_ranges
-from horizon_opt.model.compiler_core import CompilerCore
-from horizon_opt.model.compiler_placed import gpus_by_node
-from horizon_opt.model.instance import Gang, Job, Placed, Pool, dependency_cycle, gang_on
-from horizon_opt.model.spec import show
+from horizon_opt.model.compiler_checks import check_placed
+from horizon_opt.model.compiler_placed import PlacedCompiler
+from horizon_opt.model.instance import Job, Pool, dependency_cycle, gang_on
 from horizon_opt.model.teams import team_index
 from horizon_opt.model.windows import first_start
 
 __all__ = ["JobsCompiler"]
 
 
-class JobsCompiler(CompilerCore):
+class JobsCompiler(PlacedCompiler):
     """The spec's `jobs:` as `Job`s, every problem collected."""
 
     def jobs(self, pools: tuple[Pool, ...]) -> tuple[Job, ...]:
@@ -70,7 +66,7 @@ class JobsCompiler(CompilerCore):
             fastest = min(placeable.values())
             placed = None
             if j.placed is not None:
-                placed = self.placed(i, release, placeable, gangs, pools)
+                placed = self.placement(j, placeable, gangs, j.placed, pools, path)
                 if placed is None:
                     continue
                 placeable = {placed.pool: placed.end - placed.start}
@@ -100,76 +96,6 @@ class JobsCompiler(CompilerCore):
                 jobs, pools, self.S, self.now, self.node_names, self.node_pools, self.error
             )
         return tuple(jobs)
-
-    def placed(
-        self,
-        i: int,
-        release: int,
-        durations: dict[int, int],
-        gangs: dict[int, Gang],
-        pools: tuple[Pool, ...],
-    ) -> Placed | None:
-        """A job's `placed:`, checked on its own: pool, times, nodes and the placement rule."""
-        j = self.spec.jobs[i]
-        spec = j.placed
-        assert spec is not None
-        path = f"jobs[{i}].placed"
-        pool = next((p for p in pools if p.name == spec.pool), None)
-        if pool is None:
-            self.error(f"{path}.pool", f"unknown pool {spec.pool!r}")
-            return None
-        if pool.index not in durations:
-            self.error(f"{path}.pool", f"job {j.id!r} may not run on pool {pool.name!r}")
-            return None
-        start = self.time(spec.start, f"{path}.start", round_up=False)
-        if start is None:
-            return None
-        end = start + durations[pool.index]
-        problems = len(self.problems)
-        released = self.time(j.release, f"jobs[{i}].release", round_up=False)
-        if not 0 <= start < self.S:
-            self.error(f"{path}.start", f"slot {start} is outside the horizon [0, {self.S})")
-        elif released is not None and start < released:  # its release's own slot is fine
-            self.error(f"{path}.start", f"slot {start} is before its release (slot {released})")
-        if spec.end is not None:  # the expected end, when known better than the estimate
-            given = self.time(spec.end, f"{path}.end", round_up=True)
-            if given is not None and given <= start:
-                self.error(f"{path}.end", f"slot {given} is not after start {start}")
-            elif given is not None:
-                end = given
-        if end > self.S and not self.spec.horizon.open_end:
-            self.error(
-                f"{path}.start",
-                f"job {j.id!r} runs until slot {end}, past the horizon ({self.S} slots)",
-            )
-        if end <= self.now:
-            self.error(
-                f"{path}.start",
-                f"job {j.id!r} ended at slot {end}, at or before now ({self.now}): "
-                "leave finished jobs out of the instance",
-            )
-        gang = gangs[pool.index]
-        gpus = gpus_by_node(spec.gpus, pool, self.node_index, self.node_pools, path, self.error)
-        if len(self.problems) > problems:
-            return None
-        sizes = sorted({len(v) for v in gpus.values()})
-        if len(gpus) != gang.nodes or sizes != [gang.gpus_per_node]:
-            whole = f"{gang.nodes} whole nodes" if gang.nodes > 1 else "one node"
-            self.error(
-                f"{path}.gpus",
-                f"a gang of {j.gpus} GPUs on pool {pool.name} holds {gang.gpus_per_node} GPUs "
-                f"on each of {whole}; this holds {show({k: list(v) for k, v in spec.gpus.items()})}",
-            )
-            return None
-        for n in gpus:
-            down = np.flatnonzero(~self.up_rows[n, start:end])
-            if down.size:
-                self.error(
-                    f"{path}.gpus",
-                    f"job {j.id!r} runs on {self.node_names[n]} while that node "
-                    f"is down (slots {slot_ranges((down + start).tolist())})",
-                )
-        return Placed(pool.index, start, end, gpus)
 
     def blackouts(self, i: int) -> tuple[tuple[int, int], ...]:
         """A job's `blackout:` as slots [a, b), sorted and merged: a window covers every slot it
