@@ -21,23 +21,36 @@ from horizon_opt.plans.check import Violation, check
 from horizon_opt.plans.diff import PlanDiff, plan_diff
 from horizon_opt.plans.metrics import evaluate
 from horizon_opt.plans.plan import Metrics, Plan
-from horizon_opt.solvers import SOLVERS, Progress, SolveOptions, solve
+from horizon_opt.solvers import (
+    SOLVERS,
+    AnyOf,
+    GapBelow,
+    NoImprovement,
+    Progress,
+    SolveOptions,
+    StopCriterion,
+    solve,
+)
 from horizon_opt.version import __version__
 
 __all__ = [
     "SOLVERS",
+    "AnyOf",
     "CapacityPrices",
+    "GapBelow",
     "InputError",
     "Instance",
     "InstanceError",
     "JobExplanation",
     "Metrics",
+    "NoImprovement",
     "Plan",
     "PlanDiff",
     "PlanError",
     "Progress",
     "SearchParams",
     "SolveOptions",
+    "StopCriterion",
     "Violation",
     "WhatIf",
     "__version__",

@@ -15,6 +15,7 @@ from horizon_opt.cli import app
 from horizon_opt.plans.plan import Plan
 
 runner = CliRunner()
+DEMO = Path(__file__).parents[2] / "instances" / "demo.yaml"
 
 Data = dict[str, Any]
 
@@ -198,3 +199,33 @@ def test_a_bound_that_fails_the_guard_is_dropped_and_the_plan_written(
     assert "warning: cpsat: the bound 0 (lp) is below the plan's pwo" in result.stderr
     plan = Plan.read(out)
     assert plan.bound is None and plan.status == "feasible" and plan.objective > 0
+
+
+@pytest.mark.parametrize("value", ["0", "1", "1.5", "-0.01", "nan", "inf"])
+def test_a_gap_outside_zero_to_one_exits_2(
+    value: str, tmp_path: Path, instance_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("solved with a bad --gap")
+
+    monkeypatch.setattr("horizon_opt.cli.plan.solve", fail)
+    out = tmp_path / "p.json"
+    result = runner.invoke(app, ["solve", str(instance_file), "--gap", value, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    assert "--gap" in result.stderr and "between 0 and 1" in result.stderr
+    assert not out.exists()
+
+
+def test_solve_stopped_by_its_gap_writes_a_valid_plan(tmp_path: Path) -> None:
+    # The demo's start plan is within 90% of its first bound: the search stops right there.
+    out, log = tmp_path / "plan.json", tmp_path / "search.log"
+    args = ["solve", str(DEMO), "-t", "3", "--workers", "1", "--gap", "0.9"]
+    result = runner.invoke(app, [*args, "--log", str(log), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "search stopped by GapBelow(share=0.9)" in log.read_text()
+    checked = runner.invoke(app, ["check", str(DEMO), str(out)])
+    assert checked.exit_code == 0, checked.output
+    plan = Plan.read(out)
+    assert plan.gap is not None and plan.gap <= 0.9

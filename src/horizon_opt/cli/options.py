@@ -46,6 +46,25 @@ PlanTimeLimit = Annotated[
     float,
     typer.Option("--time-limit", "-t", help="Seconds per cpsat plan.", min=0.1, callback=finite),
 ]
+
+
+def share(value: float | None) -> float | None:
+    """A share option's value, strictly between 0 and 1 (checked here: typer's range check lets
+    `nan` through)."""
+    if value is not None and not 0 < value < 1:
+        raise typer.BadParameter(f"use a share between 0 and 1 (0.01 is 1%), got {value}")
+    return value
+
+
+Gap = Annotated[
+    float | None,
+    typer.Option(
+        help="Stop cpsat once its plan is proven within this share of the best possible (0.01: "
+        "1%); the time limit still holds.",
+        callback=share,
+        show_default=False,
+    ),
+]
 Workers = Annotated[
     int,
     typer.Option(

@@ -14,6 +14,7 @@ from horizon_opt.cli.options import (
     DEFAULT_WORKERS,
     SOLVER_LIST,
     Format,
+    Gap,
     Hint,
     InstanceArg,
     Log,
@@ -99,6 +100,7 @@ def solve_cmd(
     seed: Seed = 0,
     log: Log = None,
     hint: Hint = None,
+    gap: Gap = None,
 ) -> None:
     """Plan one instance with one solver and write the plan file."""
     with input_errors():
@@ -109,7 +111,7 @@ def solve_cmd(
         )
         inst = load_instance(instance)
         warn(instance, inst)
-        plan = solve(inst, solver, solve_options(time_limit, workers, seed, log, hint))
+        plan = solve(inst, solver, solve_options(time_limit, workers, seed, log, hint, gap))
     _write_plan(plan, output, _summary(plan))
 
 

@@ -12,7 +12,7 @@ import typer
 from horizon_opt.model.instance import Instance
 from horizon_opt.model.validate import validate
 from horizon_opt.plans.plan import Plan
-from horizon_opt.solvers import Progress, SolveOptions
+from horizon_opt.solvers import GapBelow, Progress, SolveOptions
 
 
 def progress_printer() -> Callable[[Progress], None] | None:
@@ -50,7 +50,12 @@ def warn(instance_file: Path, inst: Instance) -> None:
 
 
 def solve_options(
-    time_limit: float, workers: int, seed: int, log: Path | None, hint: Path | None
+    time_limit: float,
+    workers: int,
+    seed: int,
+    log: Path | None,
+    hint: Path | None,
+    gap: float | None = None,
 ) -> SolveOptions:
     return SolveOptions(
         time_limit=time_limit,
@@ -59,4 +64,5 @@ def solve_options(
         log=log,
         hint=Plan.read(hint) if hint is not None else None,
         on_progress=progress_printer(),
+        stop=None if gap is None else GapBelow(gap),
     )

@@ -9,22 +9,8 @@ from pathlib import Path
 
 from horizon_opt.params import SearchParams
 from horizon_opt.plans.plan import Plan
-
-
-@dataclass(frozen=True)
-class Progress:
-    """One progress report of an anytime solver."""
-
-    elapsed: float
-    objective: float
-    bound: float | None
-
-    @property
-    def gap(self) -> float | None:
-        if self.bound is None:
-            return None
-        return (self.bound - self.objective) / max(self.bound, 1e-9)
-
+from horizon_opt.solvers.progress import Progress
+from horizon_opt.solvers.stop import StopCriterion
 
 MAX_DEFAULT_WORKERS = 8
 MAX_SEED = 2**30  # CP-SAT seeds are 32-bit and the search adds its iteration count
@@ -61,6 +47,9 @@ class SolveOptions:
     # (the default): repeatable exactly when `workers` is 1; False keeps the wall clock as a
     # stop with one worker too (the plan may then depend on the machine's load).
     repeatable: bool | None = None
+    # Ends cpsat before `time_limit` once the plan is good enough (`stop.py`: GapBelow,
+    # NoImprovement, AnyOf); the other solvers are not anytime and ignore it.
+    stop: StopCriterion | None = None
 
     def __post_init__(self) -> None:
         """Refuse options no solver can honour, with a message instead of a solver's crash."""

@@ -114,10 +114,10 @@ def solve(
     instance: Instance, solver: str = "cpsat", options: SolveOptions | None = None, **kwargs: object
 ) -> Plan:
     """Solve with the named solver. Options may be given as a SolveOptions or as keywords
-    (`time_limit`, `workers`, `seed`, `log`, `hint`, `on_progress`, `params`); solvers ignore
-    what does not apply to them. Placed jobs (running, or holding a start) stay where they are:
-    the solver plans around them (`residual.py`). Teams' quotas are kept by one post-pass for
-    every solver (`reclaim.py`)."""
+    (`time_limit`, `workers`, `seed`, `log`, `hint`, `on_progress`, `params`, `stop`); solvers
+    ignore what does not apply to them. Placed jobs (running, or holding a start) stay where
+    they are: the solver plans around them (`residual.py`). Teams' quotas are kept by one
+    post-pass for every solver (`reclaim.py`)."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     if options is None:

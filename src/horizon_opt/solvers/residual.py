@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from horizon_opt.model.instance import Instance
 from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.assemble import Placement, assignments_of, plan_placements, stamp
-from horizon_opt.solvers.options import Progress, SolveOptions
+from horizon_opt.solvers.options import SolveOptions
+from horizon_opt.solvers.progress import Progress
+from horizon_opt.solvers.stop import StopCriterion
 
 
 def residual_instance(instance: Instance) -> Instance:
@@ -81,6 +83,19 @@ def put_back_placed(instance: Instance, plan: Plan, started: float) -> Plan:
     return stamp(instance, draft, started=started, bound=bound, build_seconds=plan.build_seconds)
 
 
+@dataclass(frozen=True)
+class _WithPlaced:
+    """A stop criterion judging the residual search's progress with the placed jobs' value
+    added, as the plan's gap will be (the residual plan's alone is larger: `GapBelow` would
+    stop later than asked)."""
+
+    criterion: StopCriterion
+    offset: float  # the placed jobs' value
+
+    def __call__(self, progress: Progress) -> StopCriterion | None:
+        return self.criterion(progress.shifted(self.offset))
+
+
 def solve_around_placed(
     run: Callable[[Instance, SolveOptions], Plan], instance: Instance, options: SolveOptions
 ) -> Plan:
@@ -89,13 +104,10 @@ def solve_around_placed(
         return run(instance, options)
     started = time.perf_counter()
     offset = placed_value(instance)
-    report = options.on_progress
+    report, stop = options.on_progress, options.stop
     if report is not None:
-
-        def shifted(p: Progress) -> None:
-            bound = None if p.bound is None else p.bound + offset
-            report(Progress(p.elapsed, p.objective + offset, bound))
-
-        options = replace(options, on_progress=shifted)
+        options = replace(options, on_progress=lambda p: report(p.shifted(offset)))
+    if stop is not None:
+        options = replace(options, stop=_WithPlaced(stop, offset))
     plan = run(residual_instance(instance), options)
     return put_back_placed(instance, plan, started)

@@ -173,7 +173,7 @@ def plan_tightening(search: Search, relaxation: Relaxation) -> None:
     def work() -> None:
         if before is not None:
             before.join()
-        if search.pool_closed:
+        if search.pool_closed or search.budget.stopped_by is not None:
             return
         found = tighten(relaxation, search.budget.deadline, search.write_log, search.params)
         search.background_found.append((found.value, source_of(found)))
@@ -182,6 +182,15 @@ def plan_tightening(search: Search, relaxation: Relaxation) -> None:
     search.lns_workers = search.opt.workers - 1
     search.background = threading.Thread(target=work, daemon=True)
     search.background.start()
+
+
+def stop_background(search: Search) -> None:
+    """The search stopped before its time (`SolveOptions.stop`): stop the background's CP-SAT
+    solves and take the bounds proven so far. A MIP already running is not waited for, as on
+    Ctrl-C: its daemon thread ends at its own deadline."""
+    for stop in search.stop_background:
+        stop()
+    search.take_background_bound()
 
 
 def final_bound(search: Search, relaxation: Relaxation | None, proven: bool) -> tuple[float, str]:

@@ -312,8 +312,8 @@ class Lns:
         return improved
 
     def run(self) -> None:
-        """Improve the incumbent until the budget (less the bound's reserve) is spent or its pwo
-        reaches the proven bound."""
+        """Improve the incumbent until the budget (less the bound's reserve) is spent, the stop
+        criterion says stop, or its pwo reaches the proven bound."""
         search, inc, params, budget = self.search, self.inc, self.params, self.search.budget
         n_nodes = params.lns_nodes
         width = max(4, int(self.inst.slots * params.lns_width_share))
@@ -382,6 +382,8 @@ class Lns:
                 last_report = budget.elapsed()
         if budget.interrupted:
             why = "Ctrl-C"
+        elif budget.stopped_by is not None:
+            why = str(budget.stopped_by)
         elif budget.units_spent(search.bound_reserve):
             why = "deterministic budget (a rerun repeats this run)"
         else:

@@ -1,5 +1,6 @@
 """What every step of the cpsat pipeline shares: the instance and options, the budget, the
-inference layout in use, the best proven bound so far, the search log and progress reports."""
+inference layout in use, the best proven bound so far, the search log and progress (reported,
+and judged by the stop criterion)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import numpy as np
 
 from horizon_opt.model.instance import Instance, earliest_starts
 from horizon_opt.plans.inference import Layout, elastic_layout
-from horizon_opt.plans.tolerance import reaches
+from horizon_opt.plans.tolerance import reaches, slack
 from horizon_opt.relaxation.pool_model import PoolSolution
 from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, end_weights, value_scale
 from horizon_opt.solvers.cpsat.runner import Runner
-from horizon_opt.solvers.options import Progress, SolveOptions
+from horizon_opt.solvers.options import SolveOptions
+from horizon_opt.solvers.progress import Progress
 
 
 class Search:
@@ -36,8 +38,13 @@ class Search:
         self.opt = options
         self.params = options.params
         self.log = log
+        self.log_lock = threading.Lock()  # (background solves write to it too)
         self.budget = Budget(
-            options.time_limit, options.workers == 1, self.params, options.repeatable is not False
+            options.time_limit,
+            options.workers == 1,
+            self.params,
+            options.repeatable is not False,
+            options.stop,
         )
         self.runner = Runner(self.budget, self.write_log if log is not None else None)
         self.rng = np.random.default_rng(options.seed)
@@ -57,15 +64,39 @@ class Search:
         self.stop_background: list[Callable[[], None]] = []  # stops its running solves
         self.pool_closed = False  # the pool-level model is solved: no relaxation proves less
         self.pool_solution: PoolSolution | None = None  # its solution, not yet tried
+        self.best: float | None = None  # the best pwo seen...
+        self.improved_at = 0.0  # ...first seen at this reading of the budget's clock
 
     def write_log(self, line: str) -> None:
-        if self.log is not None:
-            self.log.write(line + "\n")
-            self.log.flush()
+        with self.log_lock:
+            if self.log is not None:
+                self.log.write(line + "\n")
+                self.log.flush()
+
+    def close_log(self) -> None:
+        """No more lines: a background solve not waited for (Ctrl-C, the stop criterion) may
+        outlive the log file."""
+        with self.log_lock:
+            self.log = None
+
+    def track(self, inc: Incumbent) -> None:
+        """The search proper begins (the relaxation has its bound): from now on the budget's
+        checks ask the stop criterion about `inc`'s progress, and the stall clock starts now,
+        so that the relaxation's time counts as no stall."""
+        self.improved_at = self.budget.clock()
+        self.budget.progress = lambda: self.progress(inc)
+
+    def progress(self, inc: Incumbent) -> Progress:
+        """`inc`'s progress; the first look at a better pwo restarts the stall clock, so each
+        improvement is timed at the step that found it (a deterministic one when repeatable)."""
+        value, now = inc.value(), self.budget.clock()
+        if self.best is None or value > self.best + slack(self.best):
+            self.best, self.improved_at = value, now
+        return Progress(self.budget.elapsed(), value, self.bound, now - self.improved_at)
 
     def report(self, inc: Incumbent) -> None:
         if self.opt.on_progress is not None:
-            self.opt.on_progress(Progress(self.budget.elapsed(), inc.value(), self.bound))
+            self.opt.on_progress(self.progress(inc))
 
     def lower_bound_to(self, value: float, source: str) -> None:
         """Keep the lower bound, and the source that proved it (on a tie, the first)."""

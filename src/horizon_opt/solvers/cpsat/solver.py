@@ -58,15 +58,19 @@ def _search_plan(
     given: an instance with more room, so that they hold for it too)."""
     with _search_log(options) as log:
         search = Search(instance, options, log, bounds_for)
-        with search.runner.installed():
-            inc = starts.initial(search)
-            search.report(inc)
-            bound = _optimize(search, inc)
-        return _assemble(search, inc, bound)
+        try:
+            with search.runner.installed():
+                inc = starts.initial(search)
+                search.report(inc)
+                bound = _optimize(search, inc)
+            return _assemble(search, inc, bound)
+        finally:
+            search.close_log()
 
 
 def _optimize(search: Search, inc: Incumbent) -> float | None:
-    """Improve `inc` within the budget; returns a proven bound on pwo (None on Ctrl-C)."""
+    """Improve `inc` within the budget, or until the stop criterion says stop; returns a proven
+    bound on pwo (None on Ctrl-C)."""
     budget = search.budget
     small = exact.fits(search)
     relaxation = None
@@ -75,6 +79,7 @@ def _optimize(search: Search, inc: Incumbent) -> float | None:
         relaxation = bounding.relax(search)
         search.lower_bound_to(relaxation.lp.bound, "lp")
         bounding.start_pool_bound(search, inc, at_once=small)
+        search.track(inc)  # (the stop criterion judges the search from here on)
         starts.pool_start(search, inc)  # (when it ran at once; else the LNS tries it later)
         if small and not budget.deterministic and not search.pool_closed:
             bounding.tighten_now(search, relaxation)  # the full models stop at the bound
@@ -91,7 +96,14 @@ def _optimize(search: Search, inc: Incumbent) -> float | None:
         Lns(search, inc, guide).run()
     if budget.interrupted:
         return None
-    if not tightened or search.background is not None:
+    if budget.stopped_by is not None:  # the plan is good enough: no time for a tighter bound
+        bounding.stop_background(search)
+        bound = "none" if search.bound is None else f"{search.bound:.3f}"
+        search.write_log(
+            f"search stopped by {budget.stopped_by} in {budget.elapsed():.2f}s: "
+            f"pwo {inc.value():.3f}, bound {bound}"
+        )
+    elif not tightened or search.background is not None:
         search.lower_bound_to(*bounding.final_bound(search, relaxation, search.proven(inc)))
     search.report(inc)
     return search.bound
