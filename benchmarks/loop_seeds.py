@@ -79,7 +79,9 @@ VARIANTS: dict[str, Variant] = {
         )
     },
     # Where cpsat-expect@event's edge over backfill-expect comes from: each takes one away.
+    # (No value order is the loop's default now, `params.LOOP`; the label reruns older tables.)
     "cpsat-expect@event (no value order)": Variant("cpsat-expect@event", {"end_order": "none"}),
+    "cpsat-expect@event (value order)": Variant("cpsat-expect@event", {"end_order": "value"}),
     "cpsat-expect@event (priority order)": Variant("cpsat-expect@event", {"end_order": "priority"}),
     "cpsat-expect@event (no fill)": Variant("cpsat-expect@event", {"fill_gaps": False}),
     "cpsat-expect@event (inference at its peak)": Variant("cpsat-expect@event", at_peak=True),
