@@ -30,6 +30,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
+import numpy as np
+
 import horizon_opt as ho
 from horizon_opt.model.compiler import compile_instance
 from horizon_opt.params import LOOP
@@ -50,6 +52,7 @@ class Variant(NamedTuple):
     stability: float = 0.0  # the re-plans' stability weight
     keep: float = 0.0  # weight of a held promise
     at_peak: bool = False  # planners see every service's demand at its peak all day
+    headroom: float = 0.0  # planners reserve inference this share above the forecast too
 
 
 VARIANTS: dict[str, Variant] = {
@@ -86,6 +89,11 @@ VARIANTS: dict[str, Variant] = {
     "cpsat-expect@event (no fill)": Variant("cpsat-expect@event", {"fill_gaps": False}),
     "cpsat-expect@event (inference at its peak)": Variant("cpsat-expect@event", at_peak=True),
     "backfill-expect (inference at its peak)": Variant("backfill-expect", at_peak=True),
+    **{
+        f"{name} (headroom {h:g})": Variant(name, headroom=h)
+        for name in ("cpsat-expect@event", "backfill-expect")
+        for h in (0.25, 0.5)
+    },
 }
 
 
@@ -97,6 +105,17 @@ def at_peak(instance: ho.Instance) -> ho.Instance:
 
 
 PEERS = ("backfill", "backfill-expect")  # `--peer best` takes the better of these
+
+
+def with_headroom(instance: ho.Instance, share: float) -> ho.Instance:
+    """`instance` with each service's forecast raised by `share`, at most to its peak: planners
+    reserve replicas for demand above the forecast, as an operator does against a forecast's
+    error, and never more than at the peak (`at_peak`, the whole way)."""
+    raised = {
+        s.index: np.minimum(s.demand * (1 + share), s.demand.max(initial=0)).tolist()
+        for s in instance.services
+    }
+    return compile_instance(instance.spec, raised)
 
 
 def run(
@@ -124,6 +143,7 @@ def run(
             keep_promises=v.keep,
         )
         seen = at_peak(inst) if v.at_peak else inst  # (the world stays the one drawn)
+        seen = with_headroom(seen, v.headroom) if v.headroom else seen
         row.update(_figures(label, replay(seen, drawn, p, options)))
     return row
 
