@@ -1246,6 +1246,7 @@ def bad_job(**fields: Any) -> dict[str, Any]:
         ),
         ({"jobs": {}}, "squeue.json: jobs: expected a list of jobs, got {}"),
         ({"jobs": [job(1), 7]}, "squeue.json: jobs[1]: expected a job object, got 7"),
+        ({"jobs": [job(1), None]}, "squeue.json: jobs[1]: expected a job object, got None"),
         (bad_job(time_limit="x"), "squeue.json: jobs[3].time_limit: expected minutes, got 'x'"),
         (bad_job(time_limit=-5), "squeue.json: jobs[3].time_limit: expected minutes, got -5"),
         (bad_job(time_limit=True), "squeue.json: jobs[3].time_limit: expected minutes, got True"),
@@ -1304,7 +1305,11 @@ def bad_job(**fields: Any) -> dict[str, Any]:
         ),
         (
             {"jobs": [job()], "last_update": "now"},
-            "squeue.json: (top level).last_update: expected epoch seconds, got 'now'",
+            "squeue.json: last_update: expected epoch seconds, got 'now'",
+        ),
+        (
+            {"jobs": [job()], "last_update": wrap(T0), "last_backfill": "x"},
+            "squeue.json: last_backfill: expected epoch seconds, got 'x'",
         ),
     ],
 )
@@ -1346,6 +1351,10 @@ def test_every_problem_is_listed() -> None:
             "sacct.json: jobs[0].array.task_id: expected an array task id or {set, infinite, number}",
         ),
         ({"jobs": [{"name": "x"}]}, "sacct.json: jobs[0].job_id: required field is missing"),
+        (
+            {"jobs": [{"job_id": 1, "time": {"limit": {"set": True, "number": "1"}}}]},
+            "sacct.json: jobs[0].time.limit.number: expected minutes, got '1'",
+        ),
     ],
 )
 def test_malformed_sacct_payloads(sacct: Any, message: str) -> None:

@@ -11,14 +11,27 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, ClassVar
+
+from pydantic import Field
 
 from horizon_opt.importers.slurm.payload import check_slurm
-from horizon_opt.importers.slurm.reader import Fields as _Fields
-from horizon_opt.importers.slurm.reader import base_state as _base_state
-from horizon_opt.model.spec import show
+from horizon_opt.importers.slurm.reader import (
+    JobId,
+    SlurmModel,
+    SlurmNumber,
+    SlurmPayload,
+    Strings,
+    Text,
+    an_object,
+    base_state,
+    job_list,
+    jobs_default,
+    read_payload,
+    slurm_number,
+)
 
-__all__ = ["MIN_HISTORY", "History", "estimate_minutes", "read_history"]
+__all__ = ["MIN_HISTORY", "History", "SacctJob", "SacctPayload", "estimate_minutes", "read_history"]
 
 MIN_HISTORY = 3  # completed runs sacct must show before their run times replace the time limit
 
@@ -36,46 +49,64 @@ class History:
     arrays: dict[str, list[str]] = field(default_factory=dict)  # "10" -> its tasks' states
 
 
+class _Time(SlurmModel):
+    elapsed: Annotated[SlurmNumber, slurm_number("seconds")] = None
+    limit: Annotated[SlurmNumber, slurm_number("minutes")] = None
+
+
+class _State(SlurmModel):
+    current: Strings = Field(default_factory=list)
+
+
+class _Array(SlurmModel):
+    job_id: Annotated[SlurmNumber, slurm_number("a job id")] = None
+    task_id: Annotated[SlurmNumber, slurm_number("an array task id")] = None
+
+
+class SacctJob(SlurmModel):
+    """One job of `sacct --json`: what the history reads of it."""
+
+    job_id: JobId
+    time: Annotated[_Time, an_object("an object")] = _Time()
+    state: Annotated[_State, an_object("an object")] = _State()
+    array: Annotated[_Array, an_object("an object")] = _Array()
+    user: Text = ""
+    name: Text = ""
+    partition: Text = ""
+
+
+class SacctPayload(SlurmPayload):
+    """`sacct --json` as the history reads it: its jobs."""
+
+    output: ClassVar[str] = "sacct --json output"
+    jobs: Annotated[
+        list[Annotated[SacctJob, an_object("a job object", null_is_empty=False)]],
+        job_list("sacct --json output"),
+    ] = jobs_default()
+
+
 def read_history(payload: Any, source: str = "sacct") -> History:
     """The history in parsed `sacct --json` output; InputError names the JSON path of a field
     of the wrong type."""
     check_slurm(payload, "sacct", source)
-    f = _Fields(source)
     history = History()
-    for k, job in enumerate(f.job_list(payload, "sacct --json output")):
-        path = f"jobs[{k}]"
-        if not isinstance(job, dict):
-            f.fail(path, f"expected a job object, got {show(job)}")
-            continue
-        job_id = f.job_id(job, path)
-        time = f.mapping(job, "time", path)
-        state = f.mapping(job, "state", path)
-        array = f.mapping(job, "array", path)
-        elapsed = f.number(time, "elapsed", f"{path}.time", "seconds")
-        limit = f.number(time, "limit", f"{path}.time", "minutes")
-        current = f.strings(state, "current", f"{path}.state")
-        array_job = f.number(array, "job_id", f"{path}.array", "a job id")
-        task = f.number(array, "task_id", f"{path}.array", "an array task id")
-        user = f.string(job, "user", path)
-        name = f.string(job, "name", path)
-        partitions = f.string(job, "partition", path)
-        if job_id is None or f.problems:
-            continue
-        base = _base_state(current)
-        history.states.setdefault(str(job_id), []).append(base)
+    for job in read_payload(SacctPayload, payload, source).jobs:
+        base = base_state(job.state.current)
+        history.states.setdefault(str(job.job_id), []).append(base)
+        array_job, task = job.array.job_id, job.array.task_id
         if isinstance(array_job, int) and array_job and isinstance(task, int):
             history.states.setdefault(f"{array_job}_{task}", []).append(base)
             history.arrays.setdefault(str(array_job), []).append(base)
+        elapsed, limit = job.time.elapsed, job.time.limit
         if base != "COMPLETED" or not isinstance(elapsed, int):
             continue
+        user, name = job.user, job.name
         if isinstance(limit, int) and limit > 0:
             ratio = min(elapsed / 60 / limit, 1.0)
             history.ratios.setdefault((user, name), []).append(ratio)
-            for p in partitions.split(","):
+            for p in job.partition.split(","):
                 history.by_partition.setdefault(p.strip(), []).append(ratio)
         history.elapsed.setdefault((user, name), []).append(elapsed / 60)
-    if f.problems:
-        raise f.error()
     return history
 
 

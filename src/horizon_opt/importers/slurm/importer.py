@@ -29,10 +29,11 @@ compiles (a job the compiler still refuses is left out with its message as the n
 that is not Slurm's shape (not an object, `jobs` missing or not a list, a job without `job_id`, a
 field of the wrong type) raises InputError naming the file and the JSON path.
 
-The payloads are read by importers/slurm/reader.py (typed fields, JSON paths in errors) and
-importers/slurm/history.py (sacct: run-time estimates, finished jobs' outcomes); one job is
-mapped by importers/slurm/jobs.py, its account to a team by importers/slurm/teams.py; this module goes over the records (states, arrays) and then
-over all jobs together (GPU indices, dependencies, what the compiler refuses).
+The payloads are read as the pydantic models of importers/slurm/reader.py (squeue; JSON paths
+in errors) and importers/slurm/history.py (sacct: run-time estimates, finished jobs' outcomes);
+one job is mapped by importers/slurm/jobs.py, its account to a team by
+importers/slurm/teams.py; this module goes over the records (states, arrays) and then over all
+jobs together (GPU indices, dependencies, what the compiler refuses).
 """
 
 from __future__ import annotations
@@ -55,10 +56,10 @@ from horizon_opt.importers.slurm.jobs import JobMapper
 from horizon_opt.importers.slurm.jobs_core import Job as _Job
 from horizon_opt.importers.slurm.payload import check_slurm
 from horizon_opt.importers.slurm.reader import BASE_STATES as _BASE_STATES
-from horizon_opt.importers.slurm.reader import Fields as _Fields
-from horizon_opt.importers.slurm.reader import Record as _Record
+from horizon_opt.importers.slurm.reader import SqueueJob as _SqueueJob
+from horizon_opt.importers.slurm.reader import SqueuePayload as _SqueuePayload
 from horizon_opt.importers.slurm.reader import base_state as _base_state
-from horizon_opt.importers.slurm.reader import read_record as _read_record
+from horizon_opt.importers.slurm.reader import read_payload as _read_payload
 from horizon_opt.importers.slurm.teams import account_team, unmatched_accounts
 from horizon_opt.model.instance import duration_minutes
 from horizon_opt.model.spec import show
@@ -94,7 +95,7 @@ class _Importer(JobMapper):
 
     # ---- one record
 
-    def record(self, rec: _Record) -> None:
+    def record(self, rec: _SqueueJob) -> None:
         base = _base_state(rec.states)
         flags = {s.upper() for s in rec.states} - {base}
         label = rec.label
@@ -130,7 +131,7 @@ class _Importer(JobMapper):
                 rec, job_id, running=base == "RUNNING", held=bool(flags & _HELD_FLAGS)
             )
 
-    def task_ids(self, rec: _Record) -> list[str]:
+    def task_ids(self, rec: _SqueueJob) -> list[str]:
         """The ids a record stands for: one, or a pending array record's tasks."""
         if rec.array_task_id is not None:
             job_id = f"{rec.array_job_id}_{rec.array_task_id}"
@@ -409,13 +410,10 @@ class _Importer(JobMapper):
         raise InputError([f"{self.source}: the imported instance does not compile"])
 
 
-def _snapshot(
-    payload: dict[str, Any], f: _Fields, given: datetime | None
-) -> tuple[datetime, Note | None]:
+def _snapshot(queue: _SqueuePayload, given: datetime | None) -> tuple[datetime, Note | None]:
     """The snapshot's time: squeue's `last_update` (when it answered), else `last_backfill`,
     else `given`, else now."""
-    for key in ("last_update", "last_backfill"):
-        when = f.epoch(payload, key, "(top level)")
+    for key, when in (("last_update", queue.last_update), ("last_backfill", queue.last_backfill)):
         if when is not None:
             note = None
             if key == "last_backfill":
@@ -470,12 +468,8 @@ def import_slurm(
     default_minutes = duration_minutes(default_duration)
     if default_minutes is None or default_minutes <= 0:
         raise InputError([f"default_duration: not a duration: {show(default_duration)} (e.g. 4h)"])
-    f = _Fields(squeue_source)
-    raw = f.job_list(squeue, "squeue --json output")
-    records = [r for k, job in enumerate(raw) if (r := _read_record(f, k, job)) is not None]
-    when, snapshot_note = _snapshot(squeue if isinstance(squeue, dict) else {}, f, snapshot)
-    if f.problems:
-        raise f.error()
+    queue = _read_payload(_SqueuePayload, squeue, squeue_source)
+    when, snapshot_note = _snapshot(queue, snapshot)
     field = "last_update" if snapshot_note is None else snapshot_note.field
     read = field == "last_backfill" or snapshot_note is None
     check_snapshot(cluster, when, f"{squeue_source}: {field}" if read else "--now")
@@ -493,12 +487,12 @@ def import_slurm(
                 "last_update",
                 f"the payload's time {iso(when)} is the snapshot, not the given {iso(given)}",
             )
-    errors = squeue.get("errors") if isinstance(squeue, dict) else None
+    errors = squeue.get("errors")
     if isinstance(errors, list):
         for e in errors[:3]:
             text = (e.get("description") or e.get("error")) if isinstance(e, dict) else e
             importer.note("", "errors", f"squeue reported: {show(text)}")
-    for rec in records:
+    for rec in queue.jobs:
         importer.order.setdefault(rec.label, rec.index)
         importer.record(rec)
     importer.place_gpus()

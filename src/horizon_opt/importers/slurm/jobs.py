@@ -19,7 +19,7 @@ import re
 from horizon_opt.importers.slurm.jobs_core import Job, JobMapperCore, no_gpus_cause, no_gpus_reason
 from horizon_opt.importers.slurm.jobs_running import RunningJobs
 from horizon_opt.importers.slurm.reader import INFINITE
-from horizon_opt.importers.slurm.reader import Record as _Record
+from horizon_opt.importers.slurm.reader import SqueueJob as _SqueueJob
 from horizon_opt.schedulers.slurm import Gpus
 from horizon_opt.times import iso
 
@@ -36,7 +36,7 @@ def _type_matches(kind: str, pool_name: str, gpu_type: str) -> bool:
 class PendingJobs(JobMapperCore):
     """Pending jobs mapped onto the pools their partitions, GPU types and gang allow."""
 
-    def allowed_pools(self, rec: _Record, job_id: str, gpus: Gpus) -> list[str]:
+    def allowed_pools(self, rec: _SqueueJob, job_id: str, gpus: Gpus) -> list[str]:
         partitions = [p.strip() for p in rec.partition.split(",") if p.strip()]
         pools: list[str] = []
         for part in partitions:
@@ -120,7 +120,7 @@ class PendingJobs(JobMapperCore):
         G = p.gpus_per_node
         return gpus <= G or (gpus % G == 0 and gpus // G <= p.nodes)
 
-    def pending(self, rec: _Record, job_id: str, held: bool, gpus: Gpus | None) -> Job | None:
+    def pending(self, rec: _SqueueJob, job_id: str, held: bool, gpus: Gpus | None) -> Job | None:
         if gpus is None:
             self.skip(job_id, "gres", no_gpus_reason(rec, "asks for"), no_gpus_cause("asks for"))
             return None
@@ -167,7 +167,7 @@ class PendingJobs(JobMapperCore):
 class JobMapper(PendingJobs, RunningJobs):
     """Jobs of the queue, one at a time, mapped onto the cluster file's pools and horizon."""
 
-    def job(self, rec: _Record, job_id: str, running: bool, held: bool) -> list[Job]:
+    def job(self, rec: _SqueueJob, job_id: str, running: bool, held: bool) -> list[Job]:
         """The record's job: one pending job, a running one (or its parts), or none (noted)."""
         if rec.state_reason == "DependencyNeverSatisfied":
             self.skip(job_id, "state_reason", "DependencyNeverSatisfied: it can never start")

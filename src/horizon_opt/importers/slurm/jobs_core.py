@@ -17,7 +17,7 @@ from horizon_opt.importers.draft import PlacedDraft
 from horizon_opt.importers.result import Note
 from horizon_opt.importers.slurm.history import History, estimate_minutes
 from horizon_opt.importers.slurm.reader import INFINITE
-from horizon_opt.importers.slurm.reader import Record as _Record
+from horizon_opt.importers.slurm.reader import SqueueJob as _SqueueJob
 from horizon_opt.model.spec import MAX_SLOTS
 from horizon_opt.schedulers.slurm import Gpus, parse_gpus
 from horizon_opt.times import iso
@@ -25,7 +25,7 @@ from horizon_opt.times import iso
 __all__ = ["Job", "JobMapperCore", "no_gpus_cause", "no_gpus_reason"]
 
 
-def no_gpus_reason(rec: _Record, verb: str) -> str:
+def no_gpus_reason(rec: _SqueueJob, verb: str) -> str:
     """Why a job is not GPU work: what its TRES fields say, or that the payload has none (the
     cause its note shares with others' is `no_gpus_cause`)."""
     fields = {
@@ -54,7 +54,7 @@ class Job:
     """A job on its way into the instance."""
 
     id: str
-    record: _Record
+    record: _SqueueJob
     gpus: int
     minutes: int
     pools: list[str]
@@ -125,7 +125,7 @@ class JobMapperCore:
 
     # ---- one job
 
-    def gpus(self, rec: _Record, job_id: str, running: bool) -> Gpus | None:
+    def gpus(self, rec: _SqueueJob, job_id: str, running: bool) -> Gpus | None:
         """The job's GPUs, from the first source that names them (see the table in
         importers/slurm/importer.py)."""
         nodes = rec.node_count if isinstance(rec.node_count, int) and rec.node_count else 1
@@ -161,7 +161,7 @@ class JobMapperCore:
             )
         return chosen[1]
 
-    def minutes(self, rec: _Record, job_id: str) -> tuple[int, int | None]:
+    def minutes(self, rec: _SqueueJob, job_id: str) -> tuple[int, int | None]:
         """(planned minutes, time limit in minutes or None when there is none)."""
         limit = rec.time_limit if isinstance(rec.time_limit, int) and rec.time_limit else None
         horizon = self.clock.slots * self.cluster.horizon.slot_minutes

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from horizon_opt.errors import InputError
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
 from horizon_opt.importers.slurm.jobs_core import Job, JobMapperCore, no_gpus_cause, no_gpus_reason
-from horizon_opt.importers.slurm.reader import Record as _Record
+from horizon_opt.importers.slurm.reader import SqueueJob as _SqueueJob
 from horizon_opt.model.spec import show
 from horizon_opt.schedulers.slurm import Gpus, NodeGpus, expand_hostlist, parse_gres_detail
 from horizon_opt.times import iso
@@ -20,7 +20,7 @@ __all__ = ["RunningJobs"]
 class RunningJobs(JobMapperCore):
     """Running jobs mapped onto the nodes they hold and the slots they run in."""
 
-    def running(self, rec: _Record, job_id: str, gpus: Gpus | None) -> list[Job]:
+    def running(self, rec: _SqueueJob, job_id: str, gpus: Gpus | None) -> list[Job]:
         """A running job, placed where it runs: one job, or one part per node when the
         placement rule cannot hold its GPUs as one gang (see importers/parts.py)."""
         held = self.held(rec, job_id, gpus)
@@ -77,7 +77,7 @@ class RunningJobs(JobMapperCore):
         return jobs
 
     def held(
-        self, rec: _Record, job_id: str, gpus: Gpus | None
+        self, rec: _SqueueJob, job_id: str, gpus: Gpus | None
     ) -> tuple[dict[str, int], dict[str, list[int]] | None, dict[str, str]] | None:
         """GPUs a running job holds per instance node, their indices when gres_detail says,
         and each node's host name; None (noted) when it holds none the plan can see."""
@@ -153,7 +153,7 @@ class RunningJobs(JobMapperCore):
             return None
         return counts, known, host_of
 
-    def details(self, rec: _Record, job_id: str, hosts: int) -> list[NodeGpus] | None:
+    def details(self, rec: _SqueueJob, job_id: str, hosts: int) -> list[NodeGpus] | None:
         """gres_detail, one entry per host, when it reads."""
         if rec.gres_detail and len(rec.gres_detail) == hosts:
             try:
@@ -168,7 +168,7 @@ class RunningJobs(JobMapperCore):
             )
         return None
 
-    def run_times(self, rec: _Record, job_id: str) -> tuple[int, datetime, datetime] | None:
+    def run_times(self, rec: _SqueueJob, job_id: str) -> tuple[int, datetime, datetime] | None:
         """(planned minutes, placed start, placed end) of a running job, within the horizon;
         None (with a note) when it ends between the snapshot and `now`."""
         minutes, limit = self.minutes(rec, job_id)

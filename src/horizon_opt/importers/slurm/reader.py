@@ -1,34 +1,59 @@
-"""Reading Slurm's JSON payloads (`squeue --json`, `sacct --json`) as typed values, every
-problem named by its JSON path (`squeue.json: jobs[3].time_limit: expected minutes, got 'x'`).
+"""Slurm's JSON payloads (`squeue --json`, `sacct --json`) as pydantic models, every problem
+named by its JSON path from pydantic's error locations (`squeue.json: jobs[3].time_limit:
+expected minutes, got 'x'`), as the instance file's are.
 
 Slurm's data_parser writes numbers three ways: v0.0.40 and later wrap them as `{"set": true,
 "infinite": false, "number": N}`; v0.0.39 wraps some and writes others plain; v0.0.38 and earlier
 write plain numbers, `null` for unset or INFINITE, and the raw sentinels NO_VAL (4294967294) and
-INFINITE (4294967295). `Fields` reads all of them as a `SlurmNumber`: an int, INFINITE, or None
-(unset). `read_record` reads one job of `squeue --json` into a `Record`; `importers/slurm/importer.py`
-says what the importer makes of it, and `importers/slurm/history.py` reads sacct's jobs with the
-same `Fields`.
+INFINITE (4294967295). `slurm_number` reads all of them as a `SlurmNumber`: an int, INFINITE, or
+None (unset). `SqueueJob` is one job of `squeue --json`; `importers/slurm/importer.py` says what
+the importer makes of it, and `importers/slurm/history.py` models sacct's jobs with the same
+field types. Every model ignores fields it does not know: each Slurm release adds some.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from horizon_opt.errors import InputError, Problem
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetPydanticSchema,
+    PlainValidator,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import core_schema
+
+from horizon_opt.errors import InputError
+from horizon_opt.io import validation_located
 from horizon_opt.model.spec import show
 
 __all__ = [
     "BASE_STATES",
     "INFINITE",
-    "Fields",
-    "Record",
+    "Epoch",
+    "Flag",
+    "JobId",
+    "SlurmModel",
     "SlurmNumber",
+    "SlurmPayload",
+    "SqueueJob",
+    "SqueuePayload",
+    "Strings",
+    "Text",
+    "an_object",
     "base_state",
-    "read_record",
+    "job_list",
+    "jobs_default",
+    "read_payload",
+    "slurm_number",
 ]
 
 # Slurm's sentinels, as the plain-number formats (v0.0.38 and earlier) write them.
@@ -60,166 +85,225 @@ INFINITE = _Infinite.INFINITE
 SlurmNumber = int | _Infinite | None  # None: unset (Slurm's NO_VAL, null, or absent)
 
 
-class Fields:
-    """Typed access to a JSON object's fields, collecting every problem with its JSON path
-    (`error()` then refuses the payload, one line per problem: `<source>: <path>: ...`)."""
+def _plain(value: Any, what: str) -> SlurmNumber:
+    """A number as the plain formats write it, their sentinels read as unset and INFINITE."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**64:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+        raise ValueError(f"expected {what}, got {show(value)}")
+    if value in _NO_VAL:
+        return None
+    if value in _INFINITE:
+        return INFINITE
+    return value
 
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.problems: list[Problem] = []
 
-    def fail(self, path: str, message: str) -> None:
-        self.problems.append(Problem.at(path, message))
+def _number(value: Any, what: str, wrapped: Callable[[Any], Any]) -> SlurmNumber:
+    """A number in any of the three formats; `wrapped` validates `{"number": N}`, so that a bad
+    N is named at `<field>.number`, where it is."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return _plain(value, what)
+    flags = [value.get("set"), value.get("infinite")]
+    unknown = set(value) - {"set", "infinite", "number"}
+    if unknown or any(f is not None and not isinstance(f, bool) for f in flags):
+        raise ValueError(f"expected {what} or {{set, infinite, number}}, got {show(value)}")
+    if value.get("infinite") is True:
+        return INFINITE
+    if value.get("set") is False:
+        return None
+    if value.get("number") is None:
+        raise ValueError(f"expected {what}: 'set' is true but 'number' is missing")
+    number: SlurmNumber = wrapped({"number": value["number"]})["number"]
+    return number
 
-    def error(self) -> InputError:
-        return InputError([f"{self.source}: {p}" for p in self.problems])
 
-    def number(self, obj: dict[str, Any], key: str, path: str, what: str) -> SlurmNumber:
-        """A Slurm number: plain, null, a sentinel, or `{set, infinite, number}`."""
-        value = obj.get(key)
-        where = f"{path}.{key}"
-        if value is None:
-            return None
-        if isinstance(value, dict):
-            unknown = set(value) - {"set", "infinite", "number"}
-            flags = [value.get("set"), value.get("infinite")]
-            if unknown or any(f is not None and not isinstance(f, bool) for f in flags):
-                self.fail(where, f"expected {what} or {{set, infinite, number}}, got {show(value)}")
-                return None
-            if value.get("infinite") is True:
-                return INFINITE
-            if value.get("set") is False:
-                return None
-            value = value.get("number")
-            if value is None:
-                self.fail(where, f"expected {what}: 'set' is true but 'number' is missing")
-                return None
-            where += ".number"
-        if isinstance(value, float) and value.is_integer() and abs(value) < 2**64:
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
-            self.fail(where, f"expected {what}, got {show(value)}")
-            return None
-        if value in _NO_VAL:
-            return None
-        if value in _INFINITE:
-            return INFINITE
-        return value
+def slurm_number(what: str, then: Callable[[SlurmNumber, Any], Any] | None = None) -> Any:
+    """The annotation of a Slurm number field (`Annotated[SlurmNumber, slurm_number("minutes")]`):
+    `what` says what it counts in messages; `then(number, raw)` makes the field's value of it
+    (and may raise ValueError: a problem at the field)."""
+    number = core_schema.no_info_plain_validator_function(lambda v: _plain(v, what))
 
-    def epoch(self, obj: dict[str, Any], key: str, path: str) -> datetime | None:
-        """A time (epoch seconds); 0, unset and INFINITE are no time."""
-        value = self.number(obj, key, path, "epoch seconds")
-        if not isinstance(value, int) or value == 0:
-            return None
-        if value > _MAX_EPOCH:
-            self.fail(f"{path}.{key}", f"expected epoch seconds before the year 10000, got {value}")
-            return None
-        return datetime.fromtimestamp(value, UTC)
+    def validate(value: Any, handler: core_schema.ValidatorFunctionWrapHandler) -> Any:
+        read = _number(value, what, handler)
+        return then(read, value) if then is not None else read
 
-    def string(self, obj: dict[str, Any], key: str, path: str) -> str:
-        value = obj.get(key)
-        if value is None:
-            return ""
-        if not isinstance(value, str):
-            self.fail(f"{path}.{key}", f"expected a string, got {show(value)}")
-            return ""
-        return value
+    schema = core_schema.no_info_wrap_validator_function(
+        validate, core_schema.dict_schema(values_schema=number)
+    )
+    return GetPydanticSchema(lambda _source, _handler: schema)
 
-    def strings(self, obj: dict[str, Any], key: str, path: str) -> list[str]:
-        """A list of strings (a single string is one item: older formats)."""
-        value = obj.get(key)
-        if value is None:
-            return []
-        if isinstance(value, str):
-            return [value]
-        if not isinstance(value, list):
-            self.fail(f"{path}.{key}", f"expected a list of strings, got {show(value)}")
-            return []
-        for k, item in enumerate(value):
-            if not isinstance(item, str):
-                self.fail(f"{path}.{key}[{k}]", f"expected a string, got {show(item)}")
-                return []
-        return value
 
-    def boolean(self, obj: dict[str, Any], key: str, path: str) -> bool:
-        value = obj.get(key)
-        if value is None:
-            return False
-        if not isinstance(value, bool):
-            self.fail(f"{path}.{key}", f"expected true or false, got {show(value)}")
-            return False
-        return value
+def _job_id(number: SlurmNumber, raw: Any) -> int:
+    if raw is None:
+        raise ValueError("required field is missing")
+    if not isinstance(number, int) or number == 0:
+        raise ValueError(f"expected a job id, got {show(raw)}")
+    return number
 
-    def mapping(self, obj: dict[str, Any], key: str, path: str) -> dict[str, Any]:
-        value = obj.get(key)
-        if value is None:
+
+def _epoch(number: SlurmNumber, _raw: Any) -> datetime | None:
+    """0, unset and INFINITE are no time."""
+    if not isinstance(number, int) or number == 0:
+        return None
+    if number > _MAX_EPOCH:
+        raise ValueError(f"expected epoch seconds before the year 10000, got {number}")
+    return datetime.fromtimestamp(number, UTC)
+
+
+def _or_zero(number: SlurmNumber, _raw: Any) -> int:
+    return number if isinstance(number, int) else 0
+
+
+def _or_none(number: SlurmNumber, _raw: Any) -> int | None:
+    return number if isinstance(number, int) else None
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {show(value)}")
+    return value
+
+
+def _stripped(value: Any) -> str:
+    return _text(value).strip()
+
+
+def _item(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {show(value)}")
+    return value
+
+
+def _listish(value: Any) -> Any:
+    """A list of strings; a single string is one item (older formats); null is none."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list of strings, got {show(value)}")
+    return value
+
+
+def _flag(value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {show(value)}")
+    return value
+
+
+def an_object(what: str, *, null_is_empty: bool = True) -> BeforeValidator:
+    """An object field (`what`: how a message names it); null reads as `{}`, the defaults,
+    unless `null_is_empty` is false."""
+
+    def check(value: Any) -> Any:
+        if value is None and null_is_empty:
             return {}
         if not isinstance(value, dict):
-            self.fail(f"{path}.{key}", f"expected an object, got {show(value)}")
-            return {}
+            raise ValueError(f"expected {what}, got {show(value)}")
         return value
 
-    def job_list(self, payload: Any, what: str) -> list[Any]:
-        if not isinstance(payload, dict):
-            self.fail("(top level)", f"expected an object ({what}), got {type(payload).__name__}")
-            return []
-        if "jobs" not in payload:
-            self.fail("jobs", f"required field is missing (is this {what}?)")
-            return []
-        jobs = payload["jobs"]
-        if not isinstance(jobs, list):
-            self.fail("jobs", f"expected a list of jobs, got {show(jobs)}")
-            return []
-        return jobs
+    return BeforeValidator(check)
 
-    def job_id(self, obj: dict[str, Any], path: str) -> int | None:
-        if obj.get("job_id") is None:
-            self.fail(f"{path}.job_id", "required field is missing")
-            return None
-        before = len(self.problems)
-        value = self.number(obj, "job_id", path, "a job id")
-        if len(self.problems) > before:
-            return None
-        if not isinstance(value, int) or value == 0:
-            self.fail(f"{path}.job_id", f"expected a job id, got {show(obj.get('job_id'))}")
-            return None
+
+_ABSENT: Any = object()  # a payload's `jobs` when it has none (a default pydantic validates)
+
+
+def jobs_default() -> Any:
+    """The default of a payload's `jobs`: validated, so that `job_list` names what is missing."""
+    return Field(default=_ABSENT, validate_default=True)
+
+
+def job_list(what: str) -> BeforeValidator:
+    """A payload's `jobs`, required (`what`: the output it should be, for the message)."""
+
+    def check(value: Any) -> Any:
+        if value is _ABSENT:
+            raise ValueError(f"required field is missing (is this {what}?)")
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list of jobs, got {show(value)}")
         return value
 
+    return BeforeValidator(check)
 
-@dataclass
-class Record:
-    """One job record of `squeue --json`, as typed values."""
 
-    index: int
-    job_id: int
-    array_job_id: int
-    array_task_id: int | None
-    array_task_string: str
-    array_max_tasks: int
-    het_job_id: int
-    states: list[str]
-    user: str
-    account: str  # "" when unset
-    name: str
-    partition: str
-    nodes: str
-    node_count: SlurmNumber
-    tasks: SlurmNumber
-    tres_per_job: str
-    tres_per_node: str
-    tres_per_task: str
-    tres_req_str: str
-    tres_alloc_str: str
-    gres_detail: list[str]
-    time_limit: SlurmNumber
-    priority: SlurmNumber
-    submit_time: datetime | None
-    eligible_time: datetime | None
-    start_time: datetime | None
-    deadline: datetime | None
-    dependency: str
-    hold: bool
-    state_reason: str
+JobId = Annotated[int, slurm_number("a job id", _job_id)]
+Epoch = Annotated[datetime | None, slurm_number("epoch seconds", _epoch)]
+Text = Annotated[str, PlainValidator(_text)]
+Strings = Annotated[list[Annotated[str, PlainValidator(_item)]], BeforeValidator(_listish)]
+Flag = Annotated[bool, PlainValidator(_flag)]
+
+
+class SlurmModel(BaseModel):
+    """What Slurm's models share: unknown fields are ignored (each release adds some)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class SlurmPayload(SlurmModel):
+    """What both payloads share: an object at the top level (`output`: the command's output it
+    should be, for the message)."""
+
+    output: ClassVar[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _object(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValueError(f"expected an object ({cls.output}), got {type(data).__name__}")
+        return data
+
+
+class SqueueJob(SlurmModel):
+    """One job record of `squeue --json`, as typed values (fields in the order problems are
+    listed)."""
+
+    job_id: JobId
+    array_job_id: Annotated[int, slurm_number("a job id", _or_zero)] = 0
+    array_task_id: Annotated[int | None, slurm_number("an array task id", _or_none)] = None
+    array_max_tasks: Annotated[int, slurm_number("a task count", _or_zero)] = 0
+    het_job_id: Annotated[int, slurm_number("a job id", _or_zero)] = 0
+    array_task_string: Annotated[str, PlainValidator(_stripped)] = ""
+    states: Strings = Field(default_factory=list, alias="job_state")
+    user: Text = Field(default="", alias="user_name")
+    account: Annotated[str, PlainValidator(_stripped)] = ""  # "" when unset
+    name: Text = ""
+    partition: Text = ""
+    nodes: Text = ""
+    node_count: Annotated[SlurmNumber, slurm_number("a node count")] = None
+    tasks: Annotated[SlurmNumber, slurm_number("a task count")] = None
+    tres_per_job: Text = ""
+    tres_per_node: Text = ""
+    tres_per_task: Text = ""
+    tres_req_str: Text = ""
+    tres_alloc_str: Text = ""
+    gres_detail: Strings = Field(default_factory=list)
+    time_limit: Annotated[SlurmNumber, slurm_number("minutes")] = None
+    priority: Annotated[SlurmNumber, slurm_number("an integer priority")] = None
+    submit_time: Epoch = None
+    eligible_time: Epoch = None
+    start_time: Epoch = None
+    deadline: Epoch = None
+    dependency: Text = ""
+    hold: Flag = False
+    state_reason: Text = ""
+    _index: int = PrivateAttr(0)
+
+    @model_validator(mode="after")
+    def _array(self) -> SqueueJob:
+        if self.array_job_id == 0:
+            self.array_task_id = None  # a task id without its array: not an array job
+        return self
+
+    @property
+    def index(self) -> int:
+        """The record's place in the payload's `jobs`."""
+        return self._index
 
     @property
     def path(self) -> str:
@@ -235,52 +319,33 @@ class Record:
         return str(self.job_id)
 
 
-def read_record(f: Fields, k: int, job: Any) -> Record | None:
-    path = f"jobs[{k}]"
-    if not isinstance(job, dict):
-        f.fail(path, f"expected a job object, got {show(job)}")
-        return None
-    before = len(f.problems)
-    job_id = f.job_id(job, path)
-    array_job = f.number(job, "array_job_id", path, "a job id")
-    array_task = f.number(job, "array_task_id", path, "an array task id")
-    max_tasks = f.number(job, "array_max_tasks", path, "a task count")
-    het = f.number(job, "het_job_id", path, "a job id")
-    record = Record(
-        index=k,
-        job_id=job_id or 0,
-        array_job_id=array_job if isinstance(array_job, int) else 0,
-        array_task_id=array_task if isinstance(array_task, int) else None,
-        array_task_string=f.string(job, "array_task_string", path).strip(),
-        array_max_tasks=max_tasks if isinstance(max_tasks, int) else 0,
-        het_job_id=het if isinstance(het, int) else 0,
-        states=f.strings(job, "job_state", path),
-        user=f.string(job, "user_name", path),
-        account=f.string(job, "account", path).strip(),
-        name=f.string(job, "name", path),
-        partition=f.string(job, "partition", path),
-        nodes=f.string(job, "nodes", path),
-        node_count=f.number(job, "node_count", path, "a node count"),
-        tasks=f.number(job, "tasks", path, "a task count"),
-        tres_per_job=f.string(job, "tres_per_job", path),
-        tres_per_node=f.string(job, "tres_per_node", path),
-        tres_per_task=f.string(job, "tres_per_task", path),
-        tres_req_str=f.string(job, "tres_req_str", path),
-        tres_alloc_str=f.string(job, "tres_alloc_str", path),
-        gres_detail=f.strings(job, "gres_detail", path),
-        time_limit=f.number(job, "time_limit", path, "minutes"),
-        priority=f.number(job, "priority", path, "an integer priority"),
-        submit_time=f.epoch(job, "submit_time", path),
-        eligible_time=f.epoch(job, "eligible_time", path),
-        start_time=f.epoch(job, "start_time", path),
-        deadline=f.epoch(job, "deadline", path),
-        dependency=f.string(job, "dependency", path),
-        hold=f.boolean(job, "hold", path),
-        state_reason=f.string(job, "state_reason", path),
-    )
-    if record.array_job_id == 0 and record.array_task_id is not None:
-        record.array_task_id = None  # a task id without its array: not an array job
-    return record if len(f.problems) == before and job_id is not None else None
+class SqueuePayload(SlurmPayload):
+    """`squeue --json` as the importer reads it: its jobs and the snapshot's times."""
+
+    output: ClassVar[str] = "squeue --json output"
+    jobs: Annotated[
+        list[Annotated[SqueueJob, an_object("a job object", null_is_empty=False)]],
+        job_list("squeue --json output"),
+    ] = jobs_default()
+    last_update: Epoch = None
+    last_backfill: Epoch = None
+
+    @model_validator(mode="after")
+    def _indices(self) -> SqueuePayload:
+        for k, job in enumerate(self.jobs):
+            job._index = k
+        return self
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_payload(model: type[M], payload: Any, source: str) -> M:
+    """`payload` as `model`; InputError lists every problem, `<source>: <JSON path>: ...`."""
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        raise InputError([f"{source}: {p}" for p in validation_located(exc)]) from None
 
 
 def base_state(states: Iterable[str]) -> str:
