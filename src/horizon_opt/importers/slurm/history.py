@@ -3,7 +3,9 @@ outcome of finished jobs.
 
 `import slurm --sacct` reads it (`read_history`) to plan a queued job for what the same user's
 completed jobs of the same name took rather than its time limit (`estimate_minutes`), and to
-tell whether a finished job that a queued one depends on completed OK (`History.states`).
+tell whether a finished job that a queued one depends on completed OK (`History.states`). The
+payload is read as `SacctPayload`, a pydantic model over reader.py's Slurm field types, so its
+problems are named by JSON path as squeue's are.
 """
 
 from __future__ import annotations
