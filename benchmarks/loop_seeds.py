@@ -58,6 +58,8 @@ class Variant(NamedTuple):
 VARIANTS: dict[str, Variant] = {
     "cpsat": Variant("cpsat"),
     "cpsat@event": Variant("cpsat@event"),
+    "cpsat (no value order)": Variant("cpsat", {"end_order": "none"}),
+    "cpsat@event (no value order)": Variant("cpsat@event", {"end_order": "none"}),
     "cpsat@event (no fill)": Variant("cpsat@event", {"fill_gaps": False}),
     "cpsat@event (stability 0.05)": Variant("cpsat@event", stability=0.05),
     "cpsat@event (stability 0.2)": Variant("cpsat@event", stability=0.2),
@@ -82,7 +84,6 @@ VARIANTS: dict[str, Variant] = {
         )
     },
     # Where cpsat-expect@event's edge over backfill-expect comes from: each takes one away.
-    # (No value order is the loop's default now, `params.LOOP`; the label reruns older tables.)
     "cpsat-expect@event (no value order)": Variant("cpsat-expect@event", {"end_order": "none"}),
     "cpsat-expect@event (value order)": Variant("cpsat-expect@event", {"end_order": "value"}),
     "cpsat-expect@event (priority order)": Variant("cpsat-expect@event", {"end_order": "priority"}),
@@ -92,6 +93,12 @@ VARIANTS: dict[str, Variant] = {
     **{
         f"{name} (headroom {h:g})": Variant(name, headroom=h)
         for name in ("cpsat-expect@event", "backfill-expect")
+        for h in (0.25, 0.5)
+    },
+    **{
+        f"cpsat-expect@event (no value order, headroom {h:g})": Variant(
+            "cpsat-expect@event", {"end_order": "none"}, headroom=h
+        )
         for h in (0.25, 0.5)
     },
 }

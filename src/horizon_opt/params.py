@@ -136,10 +136,10 @@ class SearchParams:
     """Beyond this the MIP gains little, and its search tree keeps growing."""
 
 
-LOOP = SearchParams(pool_start="off", end_order="none")
+LOOP = SearchParams(pool_start="off")
 """The search of plans made in a loop: replays (`simulate`, bench loop suites) and the
 re-planning service (`run`). A solved pool-level model's plan is optimal for the durations
 estimated now, and in the replays that did not pay (benchmarks/results/loop_seeds_pool_start.md),
-so loop plans go without it. Every job's end weighs alike: re-planned at every event on learned
-run times, the smallest work first realized more than the value-weighted order on the busy
-medium families and no less on the others (benchmarks/results/loop_order_*.md)."""
+so loop plans go without it. Loop plans keep the value order (`end_order`): weighing every end
+alike realized more on the busy medium families but less on the demo, and periodic cpsat on
+limits lost most of its window there (benchmarks/README, "Which order loop plans end work in")."""
