@@ -30,7 +30,8 @@ class StopCriterion(Protocol):
 @dataclass(frozen=True)
 class GapBelow:
     """Stop once the proven gap, (bound - pwo) / bound, is at most `share` (0.01: 1%); never
-    before a bound is proven."""
+    before a bound is proven. With an open end every job fits, so pwo is often proven at once:
+    the search then stops before it orders the work (`SearchParams.end_order`)."""
 
     share: float
 
