@@ -27,7 +27,6 @@ from horizon_opt.importers.slurm.reader import (
     Text,
     an_object,
     base_state,
-    job_list,
     jobs_default,
     read_payload,
     slurm_number,
@@ -81,10 +80,7 @@ class SacctPayload(SlurmPayload):
     """`sacct --json` as the history reads it: its jobs."""
 
     output: ClassVar[str] = "sacct --json output"
-    jobs: Annotated[
-        list[Annotated[SacctJob, an_object("a job object", null_is_empty=False)]],
-        job_list("sacct --json output"),
-    ] = jobs_default()
+    jobs: list[Annotated[SacctJob, an_object("a job object", null_is_empty=False)]] = jobs_default()
 
 
 def read_history(payload: Any, source: str = "sacct") -> History:

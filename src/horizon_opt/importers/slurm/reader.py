@@ -27,6 +27,7 @@ from pydantic import (
     PlainValidator,
     PrivateAttr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_core import core_schema
@@ -50,7 +51,6 @@ __all__ = [
     "Text",
     "an_object",
     "base_state",
-    "job_list",
     "jobs_default",
     "read_payload",
     "slurm_number",
@@ -215,21 +215,9 @@ _ABSENT: Any = object()  # a payload's `jobs` when it has none (a default pydant
 
 
 def jobs_default() -> Any:
-    """The default of a payload's `jobs`: validated, so that `job_list` names what is missing."""
+    """The default of a payload's `jobs`: validated, so that `SlurmPayload` names what is
+    missing."""
     return Field(default=_ABSENT, validate_default=True)
-
-
-def job_list(what: str) -> BeforeValidator:
-    """A payload's `jobs`, required (`what`: the output it should be, for the message)."""
-
-    def check(value: Any) -> Any:
-        if value is _ABSENT:
-            raise ValueError(f"required field is missing (is this {what}?)")
-        if not isinstance(value, list):
-            raise ValueError(f"expected a list of jobs, got {show(value)}")
-        return value
-
-    return BeforeValidator(check)
 
 
 JobId = Annotated[int, slurm_number("a job id", _job_id)]
@@ -257,6 +245,17 @@ class SlurmPayload(SlurmModel):
         if not isinstance(data, dict):
             raise ValueError(f"expected an object ({cls.output}), got {type(data).__name__}")
         return data
+
+    @field_validator("jobs", mode="before", check_fields=False)
+    @classmethod
+    def _jobs(cls, value: Any) -> Any:
+        """Each payload's `jobs`: required, a list (`jobs_default` lets a missing one reach
+        here, to be named with the output it should be)."""
+        if value is _ABSENT:
+            raise ValueError(f"required field is missing (is this {cls.output}?)")
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list of jobs, got {show(value)}")
+        return value
 
 
 class SqueueJob(SlurmModel):
@@ -323,10 +322,9 @@ class SqueuePayload(SlurmPayload):
     """`squeue --json` as the importer reads it: its jobs and the snapshot's times."""
 
     output: ClassVar[str] = "squeue --json output"
-    jobs: Annotated[
-        list[Annotated[SqueueJob, an_object("a job object", null_is_empty=False)]],
-        job_list("squeue --json output"),
-    ] = jobs_default()
+    jobs: list[Annotated[SqueueJob, an_object("a job object", null_is_empty=False)]] = (
+        jobs_default()
+    )
     last_update: Epoch = None
     last_backfill: Epoch = None
 
