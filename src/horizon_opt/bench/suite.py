@@ -21,6 +21,7 @@ from horizon_opt.simulate.policy import policy
 from horizon_opt.simulate.world import Noise
 from horizon_opt.simulate.worlds import WORLDS
 from horizon_opt.solvers import SOLVERS
+from horizon_opt.solvers.options import ONE_PLAN_SECONDS
 
 DEFAULT_SOLVERS = tuple(SOLVERS)  # what a suite without `solvers` runs: every solver
 
@@ -104,7 +105,7 @@ class SuiteSpec(_Model):
     name: str = "suite"
     solvers: list[str] = Field(default_factory=lambda: list(DEFAULT_SOLVERS), min_length=1)
     time_limits: dict[str, float] = Field(default_factory=dict)
-    time_limit: float = Field(default=60.0, gt=0)
+    time_limit: float = Field(default=ONE_PLAN_SECONDS, gt=0)
     cpsat: CpsatSpec = CpsatSpec()
     guard: GuardSpec = GuardSpec()
     anytime: list[str] = Field(default_factory=list)

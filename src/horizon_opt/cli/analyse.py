@@ -55,6 +55,7 @@ from horizon_opt.model.instance import Instance
 from horizon_opt.model.load import load_instance
 from horizon_opt.plans.plan import Plan
 from horizon_opt.service.promises import load_ledger
+from horizon_opt.solvers.options import PER_PLAN_SECONDS
 
 PRICES_SECONDS = 30.0  # time for the LP behind capacity prices (it converges in seconds)
 
@@ -157,7 +158,7 @@ def whatif_cmd(
     outage: Outage = None,
     demand: Demand = None,
     limit: Limit = None,
-    time_limit: PlanTimeLimit = 20.0,
+    time_limit: PlanTimeLimit = PER_PLAN_SECONDS,
     workers: Workers = DEFAULT_WORKERS,
     seed: Seed = 0,
     fmt: Format = "text",

@@ -42,6 +42,7 @@ from horizon_opt.plans.metrics import evaluate
 from horizon_opt.plans.plan import Plan
 from horizon_opt.plans.tolerance import same
 from horizon_opt.solvers import SOLVERS, solve
+from horizon_opt.solvers.options import ONE_PLAN_SECONDS, PER_PLAN_SECONDS
 
 
 def _log_outputs(log: Path | None) -> list[Output]:
@@ -95,7 +96,7 @@ def solve_cmd(
     instance: InstanceArg,
     output: PlanOutput,
     solver: Solver = "cpsat",
-    time_limit: TimeLimit = 60.0,
+    time_limit: TimeLimit = ONE_PLAN_SECONDS,
     workers: Workers = DEFAULT_WORKERS,
     seed: Seed = 0,
     log: Log = None,
@@ -150,7 +151,7 @@ def replan_cmd(
         ),
     ] = f"{DEFAULT_FREEZE_MINUTES // 60}h",
     stability: Stability = 0.0,
-    time_limit: TimeLimit = 20.0,
+    time_limit: TimeLimit = PER_PLAN_SECONDS,
     workers: Workers = DEFAULT_WORKERS,
     seed: Seed = 0,
     log: Log = None,
@@ -250,7 +251,7 @@ def compare_cmd(
             help=f"Comma-separated solvers, the first is the reference; any of:\n\n{SOLVER_LIST}"
         ),
     ] = "fifo,greedy,cpsat",
-    time_limit: TimeLimit = 60.0,
+    time_limit: TimeLimit = ONE_PLAN_SECONDS,
     workers: Workers = DEFAULT_WORKERS,
     seed: Seed = 0,
     log: Log = None,

@@ -40,7 +40,7 @@ from horizon_opt.simulate.window import Window
 from horizon_opt.simulate.world_file import write_world
 from horizon_opt.simulate.worlds import replay_world, world_noise_for
 from horizon_opt.solvers import SolveOptions
-from horizon_opt.solvers.options import MAX_SEED
+from horizon_opt.solvers.options import MAX_SEED, PER_PLAN_SECONDS
 
 SimulateOut = Annotated[
     Path,
@@ -171,7 +171,7 @@ def simulate_cmd(
     actual: Actual = None,
     seed: WorldSeed = 0,
     solver_seed: SolverSeed = 0,
-    time_limit: PlanTimeLimit = 20.0,
+    time_limit: PlanTimeLimit = PER_PLAN_SECONDS,
     workers: ReplayWorkers = 1,
     charts: RealizedChart = True,
     window: WindowOption = "middle",

@@ -41,7 +41,7 @@ from horizon_opt.service.settings import (
     whole_minutes,
 )
 from horizon_opt.solvers import SOLVERS
-from horizon_opt.solvers.options import MAX_SEED
+from horizon_opt.solvers.options import MAX_SEED, SERVICE_PLAN_SECONDS
 
 
 class RunConfig(ConfigModel):
@@ -52,7 +52,7 @@ class RunConfig(ConfigModel):
     state: Path = Path("state")
     every: PositiveDuration = "15m"
     solver: str = "cpsat"
-    time_limit: float = Field(default=30.0, gt=0, le=86_400, allow_inf_nan=False)
+    time_limit: float = Field(default=SERVICE_PLAN_SECONDS, gt=0, le=86_400, allow_inf_nan=False)
     workers: int = Field(default=2, ge=1, le=64)
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     # Not replan's 2 h (DEFAULT_FREEZE_MINUTES): a service re-plans every few minutes, and the

@@ -30,11 +30,21 @@ def default_workers() -> int:
     return max(1, min(MAX_DEFAULT_WORKERS, cpus))
 
 
+# Default seconds for cpsat, one per use (docs/design.md, "Time limits"): a plan made once
+# (`solve`, `compare`, the library) gets a minute; a plan among many (`replan`, `whatif`'s two,
+# each of `simulate`'s) a third of it, so a replay of a hundred plans takes half an hour, not an
+# hour and a half; a service's plan (`run`) sits between, since it has a whole cycle (15 minutes
+# by default) to spend on one plan.
+ONE_PLAN_SECONDS = 60.0
+PER_PLAN_SECONDS = 20.0
+SERVICE_PLAN_SECONDS = 30.0
+
+
 @dataclass(frozen=True)
 class SolveOptions:
     """Options every solver accepts; a solver ignores those it has no use for."""
 
-    time_limit: float = 60.0  # seconds of wall time for anytime solvers
+    time_limit: float = ONE_PLAN_SECONDS  # seconds of wall time for anytime solvers
     workers: int = field(default_factory=default_workers)  # CP-SAT search workers
     seed: int = 0  # the search's random seed (cpsat); with one worker, a seed is one plan
     log: Path | None = None  # where CP-SAT writes its search log
