@@ -60,6 +60,9 @@ class SearchParams:
     left_shift: bool = True
     """Start every job as early as the plan's other jobs let it, on its pool (`compact.py`):
     the same pwo, shorter waits."""
+    shift_pools: bool = True
+    """In the compaction, a job may move to another of its pools where it starts earlier and
+    still ends no later (a slower pool left idle takes work that would wait for a faster one)."""
     fill_gaps: bool = True
     """After the compaction, place the jobs the plan leaves out where they fit and end on time
     (`compact.fill_gaps`)."""

@@ -119,3 +119,38 @@ def test_a_left_out_job_goes_where_it_fits_and_ends_on_time() -> None:
     )
     filled = fill_gaps(inst, [Placement(0, 0, 0, (0,))], elastic_layout(inst))
     assert {inst.jobs[p.job].id: p.start for p in filled} == {"a": 0, "b": 2}
+
+
+def _two_pools(jobs: list[dict[str, Any]]) -> Instance:
+    pools = [
+        {"name": "fast", "gpu_type": "H100", "nodes": 1, "gpus_per_node": 8},
+        {"name": "slow", "gpu_type": "L40S", "nodes": 1, "gpus_per_node": 8},
+    ]
+    spec = {"name": "pools", "horizon": {"slots": 8}, "pools": pools, "jobs": jobs}
+    return compile_instance(parse_spec(spec))
+
+
+def test_with_any_pool_a_job_takes_an_idle_slower_pool_where_it_ends_no_later() -> None:
+    # Three 8-GPU jobs on `fast`, one after another: a [0, 2), b [2, 4), c [4, 6). b runs 4
+    # slots on `slow`: from 0 it ends at 4, no later than now, so it moves there; c then moves
+    # up on `fast` to 2 (its own pool, its earliest start). Behind a, d would take 5 slots on
+    # `slow` and end at 5 > its 4 on `fast`: it stays.
+    jobs = [
+        {"id": k, "priority": 1, "gpus": 8, "duration": {"fast": 2, "slow": slow}}
+        for k, slow in (("a", 4), ("b", 4), ("c", 5))
+    ]
+    inst = _two_pools(jobs)
+    placements = [Placement(j, 0, 2 * j, (0,)) for j in range(3)]
+    layout = elastic_layout(inst)
+    moved = left_shift(inst, placements, layout, any_pool=True)
+    assert {inst.jobs[p.job].id: (p.pool, p.start) for p in moved} == {
+        "a": (0, 0),
+        "b": (1, 0),
+        "c": (0, 2),
+    }
+    assert left_shift(inst, placements, layout) == placements  # on its own pool: nothing moves
+    d = _two_pools(
+        [jobs[0], {"id": "d", "priority": 1, "gpus": 8, "duration": {"fast": 2, "slow": 5}}]
+    )
+    stays = [Placement(0, 0, 0, (0,)), Placement(1, 0, 2, (0,))]
+    assert left_shift(d, stays, elastic_layout(d), any_pool=True) == stays

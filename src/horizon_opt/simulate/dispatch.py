@@ -1,5 +1,6 @@
 """The plan's starts as the replay executes them, and re-seating a planned start whose GPUs are
-taken: the job starts on other GPUs of its pool.
+taken: the job starts on other GPUs of its pool (or of another of its pools: the replayer's
+`seats_to_try`).
 
 A plan names concrete GPUs, but a real scheduler given a plan's start (a priority, a
 reservation) picks the nodes itself when the job starts. Between two plans, demand above the

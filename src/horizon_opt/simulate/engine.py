@@ -12,6 +12,7 @@ oracle ladder). Every run is logged for the audit (`simulate.audit`).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -350,6 +351,7 @@ class _Replayer:
                 continue
             job = self.inst.jobs[j]
             pool, gpus = self.planned.seats[j]
+            end = self.planned.ends[j]
             ready = all(p in self.done for p in job.after)
             if ready and self.reclaim(gpus, t):
                 used, held = self.live.holdings()
@@ -361,7 +363,7 @@ class _Replayer:
             )
             other = self.reseat(j, t, used, held) if ready and not fits else None
             if other is not None:  # its GPUs are taken: other GPUs the plan leaves free
-                gpus, fits = other, True
+                (pool, gpus, end), fits = other, True
             if not (ready and fits):
                 blocked = True
                 continue
@@ -371,9 +373,9 @@ class _Replayer:
                 j, pool, t, t + real, dict(gpus), job.id in self.world.fails
             )
             self.book.start(j, t)
-            self.predictions.started(j, self.planned.ends[j] - t)
+            self.predictions.started(j, end - t)
             if self.bets is not None:
-                self.bets.started(j, self.planned.ends[j])
+                self.bets.started(j, end)
             for n, g in gpus.items():
                 used[n] += len(g)
                 held[n].update(g)
@@ -381,15 +383,36 @@ class _Replayer:
 
     def reseat(
         self, j: int, t: int, used: IntArray, held: dict[int, set[int]]
-    ) -> dict[int, tuple[int, ...]] | None:
-        """Other GPUs of its planned pool for job `j`, whose planned GPUs are taken at `t`,
-        that the plan leaves free for its planned run (`simulate.dispatch`), or None."""
-        pool, _ = self.planned.seats[j]
-        run = (t, self.planned.ends[j])
+    ) -> tuple[int, dict[int, tuple[int, ...]], int] | None:
+        """(pool, GPUs, planned end) for job `j`, whose planned GPUs are taken at `t`: GPUs the
+        plan leaves free for its planned run on its planned pool or, failing that, on another
+        of its pools for as long a run there (`simulate.dispatch`); None when none is free."""
         others = self.planned.others(j, t, self.live.running.keys() | self.gone)
         taken = used + self.serving.extra
-        gang = self.inst.jobs[j].gangs[pool]
-        return reseat(self.inst, pool, gang, run, taken, held, self.serving.reserved, others)
+        for pool, end in self.seats_to_try(j, t):
+            gang = self.inst.jobs[j].gangs[pool]
+            run = (t, end)
+            gpus = reseat(self.inst, pool, gang, run, taken, held, self.serving.reserved, others)
+            if gpus is not None:
+                return pool, gpus, end
+        return None
+
+    def seats_to_try(self, j: int, t: int) -> list[tuple[int, int]]:
+        """(pool, planned end) of job `j` started at `t`: its planned pool, then (unless a
+        team's limit or quota ties it to a pool) its other pools, fastest first, where its
+        planned run, scaled by the pools' limits, still ends on time if it did."""
+        pool, _ = self.planned.seats[j]
+        planned = self.planned.ends[j]
+        job, window = self.inst.jobs[j], self.inst.windows[j]
+        out = [(pool, planned)]
+        team = self.inst.teams[job.team] if job.team is not None else None
+        if team is not None and (team.limit or team.quota):
+            return out
+        for q in sorted(job.durations, key=lambda q: (job.durations[q], q)):
+            end = t + math.ceil((planned - t) * job.durations[q] / job.durations[pool] - 1e-9)
+            if q != pool and (window.on_time(end) or not window.on_time(planned)):
+                out.append((q, end))
+        return out
 
     def run(self) -> Replay:
         inst, policy = self.inst, self.policy

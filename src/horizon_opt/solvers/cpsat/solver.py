@@ -122,7 +122,7 @@ def _assemble(search: Search, inc: Incumbent, bound: float | None) -> Plan:
     status: Status = "optimal" if proven and pwo >= value - 1e-9 else "feasible"
     placements = list(inc.placements.values())
     if search.params.left_shift:
-        placements = left_shift(inst, placements, search.layout)
+        placements = left_shift(inst, placements, search.layout, search.params.shift_pools)
     if search.params.fill_gaps:
         placements = fill_gaps(inst, placements, search.layout)
     return build_plan(
