@@ -21,7 +21,14 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from horizon_opt.errors import InputError, Loc, Problem
 
-__all__ = ["checked", "fail_at", "json_path", "payload_problems", "read_payload"]
+__all__ = [
+    "checked",
+    "fail_at",
+    "json_path",
+    "payload_problems",
+    "read_payload",
+    "validate_at",
+]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -67,12 +74,27 @@ def read_payload(model: type[M], payload: Any, source: str) -> M:
         raise InputError([f"{source}: {p}" for p in payload_problems(exc)]) from None
 
 
+def _details(problem: Problem, value: Any) -> InitErrorDetails:
+    error = PydanticCustomError("value_error", "{message}", {"message": problem.message})
+    return {"type": error, "loc": problem.loc, "input": value}
+
+
 def fail_at(loc: Loc, message: str, value: Any = None) -> NoReturn:
     """Refuse the field at `loc`, from a validator of the model that holds it (the location is
     the model's own: pydantic puts the model's place in front)."""
-    error = PydanticCustomError("value_error", "{message}", {"message": message})
-    details: InitErrorDetails = {"type": error, "loc": loc, "input": value}
+    details = _details(Problem(json_path(loc), message, loc), value)
     raise ValidationError.from_exception_data("payload", [details])
+
+
+def validate_at(loc: Loc, model: type[M], value: Any) -> M:
+    """`value` as `model`, from a validator of the model that holds it at `loc`: for a part
+    that is read only when another field says so."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        problems = zip(payload_problems(exc, loc), exc.errors(), strict=True)
+        details = [_details(p, err["input"]) for p, err in problems]
+        raise ValidationError.from_exception_data("payload", details) from None
 
 
 def checked(loc: Loc, check: Callable[[Any], T], value: Any) -> T:
