@@ -11,15 +11,14 @@ about with `fail_at`.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from horizon_opt.errors import InputError, Loc, Problem
+from horizon_opt.errors import InputError, Loc, Problem, format_location
+from horizon_opt.io import validation_located
 
 __all__ = [
     "checked",
@@ -30,39 +29,22 @@ __all__ = [
     "validate_at",
 ]
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
 
 def json_path(loc: Sequence[int | str]) -> str:
-    """('items', 2, 'requests', 'nvidia.com/gpu') -> 'items[2].requests["nvidia.com/gpu"]'.
-
-    Union tags (`<...>`) name a form of a field, not a field: left out."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part.startswith("<") and part.endswith(">"):
-            continue
-        elif not _IDENT.match(part):
-            out += f"[{json.dumps(part)}]"
-        else:
-            out += f".{part}" if out else part
-    return out or "(top level)"
+    """('items', 2, 'requests', 'nvidia.com/gpu') -> 'items[2].requests["nvidia.com/gpu"]'."""
+    return format_location(loc, quoted=True)
 
 
 def payload_problems(exc: ValidationError, prefix: Loc = ()) -> list[Problem]:
-    """One problem per pydantic error, at `prefix` + pydantic's location (`prefix`: where the
-    validated value is in the payload)."""
+    """One problem per pydantic error (as the instance file's: io.validation_located), at
+    `prefix` + pydantic's location (`prefix`: where the validated value is in the payload)."""
     problems = []
-    for err in exc.errors():
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "missing":
-            msg = "required field is missing"
-        loc = (*prefix, *err["loc"])
-        problems.append(Problem(json_path(loc), msg, loc))
+    for p in validation_located(exc):
+        loc = (*prefix, *p.loc)
+        problems.append(Problem(json_path(loc), p.message, loc))
     return problems
 
 
