@@ -7,6 +7,7 @@ and field of the queue a compile problem comes from) without reading the message
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,12 +15,15 @@ from dataclasses import dataclass
 Loc = tuple[str | int, ...]  # a field path as parts: ("jobs", 3, "placed", "gpus")
 
 _PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def format_location(loc: Sequence[int | str]) -> str:
+def format_location(loc: Sequence[int | str], *, quoted: bool = False) -> str:
     """('jobs', 3, 'duration', 'h100') -> 'jobs[3].duration.h100'.
 
     Union tags (spec.py writes them `<...>`) name a form of a field, not a field: left out.
+    `quoted`: a key that is not an identifier is written as JSON writes it, so that the path
+    can be followed in a JSON file (`requests["nvidia.com/gpu"]`).
     """
     out = ""
     for part in loc:
@@ -27,6 +31,8 @@ def format_location(loc: Sequence[int | str]) -> str:
             continue
         if isinstance(part, int):
             out += f"[{part}]"
+        elif quoted and not _IDENT.match(part):
+            out += f"[{json.dumps(part)}]"
         else:
             out += f".{part}" if out else str(part)
     return out or "(top level)"

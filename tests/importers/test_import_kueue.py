@@ -1256,6 +1256,28 @@ def test_every_malformed_workload_is_listed_and_the_source_named() -> None:
     ]
 
 
+def test_every_malformed_field_of_a_workload_is_listed() -> None:
+    doc = fixture()
+    doc["items"][2]["spec"]["podSets"][0]["count"] = "3"
+    doc["items"][2]["spec"]["active"] = "yes"
+    doc["items"][2]["status"]["conditions"] = {}
+    with pytest.raises(InputError) as err:
+        run(doc)
+    assert err.value.problems == [
+        "workloads.json: items[2].spec.podSets[0].count: expected an integer, got '3'",
+        "workloads.json: items[2].spec.active: expected true or false, got 'yes'",
+        "workloads.json: items[2].status.conditions: expected a list, got an object",
+    ]
+
+
+def test_a_topology_above_the_hostname_is_not_read() -> None:
+    """Only an assignment down to the hostname names hosts; another's domains are not read, so
+    a malformed one there refuses nothing."""
+    topology = {"levels": ["example.com/rack"], "slices": [{"domainCount": "x"}]}
+    result = run(tas(workload("rack", admitted="2026-12-01T10:00:00Z"), topology))
+    assert "node placement assumed" in notes_of(result, "ns/rack")[0]
+
+
 TOP = (
     "(top level): expected a Workload, a List of Workloads (`kubectl get workloads -A -o json`) "
     "or a JSON array of them, got "

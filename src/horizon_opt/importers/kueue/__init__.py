@@ -1,13 +1,13 @@
 """`import kueue`: Kueue's Workloads (and, optionally, its LocalQueues and ClusterQueues) as an
 instance.
 
-The package's parts, bottom up: `kube.py` (typed Kubernetes fields, problems named by JSON
-path), `topology.py` (topology assignments), `workload.py` (a Workload parsed), `queues.py`
-(LocalQueues and ClusterQueues read), `gang.py` (a workload's pods as one gang), `jobs_core.py`,
-`jobs.py`, `jobs_admitted.py` (one workload mapped), `teams.py` (ClusterQueues as teams) and
-`importer.py` (the payload: running jobs' nodes, parts, the compiler's word; its text is the
-mapping's table). The annotations horizon-opt reads and writes are in
-`horizon_opt.schedulers.kueue`.
+The package's parts, bottom up: `kube.py` (the pydantic models' Kubernetes field types,
+problems named by JSON path), `topology.py` (topology assignments), `workload.py` (the Workload
+model), `queues.py` (the LocalQueue and ClusterQueue models), `gang.py` (a workload's pods as
+one gang), `jobs_core.py`, `jobs.py`, `jobs_admitted.py` (one workload mapped), `teams.py`
+(ClusterQueues as teams) and `importer.py` (the payload: running jobs' nodes, parts, the
+compiler's word; its text is the mapping's table). The annotations horizon-opt reads and
+writes are in `horizon_opt.schedulers.kueue`.
 """
 
 from horizon_opt.importers.kueue.importer import GPU_RESOURCES, import_kueue, read_workloads

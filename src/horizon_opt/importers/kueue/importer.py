@@ -39,10 +39,10 @@ breaks the rule, is not allowed (noted); when no pool is left, the gang is round
 nodes of the pool that wastes the fewest GPUs (noted). Pods whose GPUs do not divide G may not fill
 whole nodes in Kubernetes (noted).
 
-Malformed input raises InputError, one line per workload, naming the JSON path
+Malformed input raises InputError, one line per malformed field, naming the JSON path
 (`workloads.json: items[2].spec.podSets[0].count: expected an integer, got '3'`).
 
-A Workload is parsed by importers/kueue/workload.py and mapped to one job by
+A Workload is read as the model of importers/kueue/workload.py and mapped to one job by
 importers/kueue/jobs.py; LocalQueues and ClusterQueues are read by importers/kueue/queues.py and
 become teams in importers/kueue/teams.py; this module goes over the payload: the pools each
 LocalQueue's admitted workloads hold, the nodes and GPU indices of the running jobs, parts,
@@ -68,14 +68,12 @@ from horizon_opt.importers.cluster import (
 from horizon_opt.importers.draft import JobDraft, PlacedDraft
 from horizon_opt.importers.kueue.jobs import WorkloadMapper
 from horizon_opt.importers.kueue.jobs_admitted import Running as _Running
-from horizon_opt.importers.kueue.kube import Bad as _Bad
-from horizon_opt.importers.kueue.kube import read_objects
+from horizon_opt.importers.kueue.kube import items_of, parse_items, read_objects
 from horizon_opt.importers.kueue.queues import Queues, read_queues
 from horizon_opt.importers.kueue.teams import QueueTeams
+from horizon_opt.importers.kueue.workload import GPU_RESOURCES
 from horizon_opt.importers.kueue.workload import Workload as _Workload
 from horizon_opt.importers.kueue.workload import job_hosts as _job_hosts
-from horizon_opt.importers.kueue.workload import parse_workload as _parse
-from horizon_opt.importers.kueue.workload import workload_items as _items
 from horizon_opt.importers.parts import holds_as_one_gang, part_id, split_note
 from horizon_opt.importers.result import Imported, gpu_indices
 from horizon_opt.model.instance import duration_minutes
@@ -84,8 +82,6 @@ from horizon_opt.schedulers.kueue import kueue_version_notes
 from horizon_opt.times import iso
 
 __all__ = ["GPU_RESOURCES", "import_kueue", "read_workloads"]
-
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 
 
 class _Nodes:
@@ -193,16 +189,11 @@ def import_kueue(
             ]
         )
     try:
-        items = _items(workloads)
-    except _Bad as exc:
-        raise InputError([f"{source}: {exc}"]) from None
-    parsed: list[_Workload] = []
-    problems: list[str] = []
-    for index, (path, item) in enumerate(items):
-        try:
-            parsed.append(_parse(item, index, path, tuple(gpu_resources)))
-        except _Bad as exc:
-            problems.append(f"{source}: {exc}")
+        items = items_of(workloads, "Workload", "kubectl get workloads -A -o json")
+    except InputError as exc:
+        raise InputError([f"{source}: {p}" for p in exc.problems]) from None
+    context = {"resources": tuple(gpu_resources)}
+    parsed, problems = parse_items(_Workload, items, source, context)
     try:
         queues = read_queues(
             localqueues, clusterqueues, gpu_resources, localqueues_source, clusterqueues_source
@@ -244,8 +235,8 @@ class _Importer(WorkloadMapper):
             ids.add(w.id)
             try:
                 mapped = self.job(w)
-            except _Bad as exc:
-                problems.append(f"{source}: {exc}")
+            except InputError as exc:  # a field only the mapping reads, named by its path
+                problems += [f"{source}: {p}" for p in exc.problems]
                 continue
             if mapped is None:
                 continue
@@ -351,6 +342,4 @@ def _workload_problem(
         return f"{source}: {problem}"
     k, field, message = found
     w = kept[k][0]
-    return (
-        f"{source}: {w.path or '(top level)'} ({w.id}): instance field {field or 'job'}: {message}"
-    )
+    return f"{source}: {w.path} ({w.id}): instance field {field or 'job'}: {message}"

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import re
 
+from horizon_opt.errors import InputError
 from horizon_opt.importers.cluster import ClusterPool
 from horizon_opt.importers.draft import JobDraft, PlacedDraft
 from horizon_opt.importers.kueue.gang import choose_gang
 from horizon_opt.importers.kueue.jobs_admitted import AdmittedWorkloads, Running
 from horizon_opt.importers.kueue.jobs_core import WorkloadMapperCore, duration_text
-from horizon_opt.importers.kueue.kube import Bad as _Bad
+from horizon_opt.importers.kueue.kube import located
 from horizon_opt.importers.kueue.workload import Workload as _Workload
 from horizon_opt.schedulers.kueue import POOLS_ANNOTATION
 from horizon_opt.times import iso
@@ -52,13 +53,13 @@ class PendingWorkloads(WorkloadMapperCore):
             names = [n for n in re.split(r"[\s,;]+", chosen) if n]
             bad = [n for n in names if n not in self.by_name]
             if bad or not names:
-                raise _Bad(
-                    w.annotation_paths[POOLS_ANNOTATION],
+                why = (
                     f"unknown pool(s) {', '.join(map(repr, bad))} (pools: "
                     f"{', '.join(self.by_name)})"
                     if bad
-                    else "names no pool",
+                    else "names no pool"
                 )
+                raise InputError([located(w.annotation_loc(POOLS_ANNOTATION), why)])
             return [self.by_name[n] for n in dict.fromkeys(names)]
         pools, unknown = self.assigned(w)
         if unknown:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from horizon_opt.errors import InputError
 from horizon_opt.importers.cluster import ClusterPool
 from horizon_opt.importers.draft import JobDraft
 from horizon_opt.importers.kueue.jobs_core import WorkloadMapperCore
-from horizon_opt.importers.kueue.kube import Bad as _Bad
-from horizon_opt.importers.kueue.kube import timestamp as _timestamp
+from horizon_opt.importers.kueue.kube import located, timestamp
 from horizon_opt.importers.kueue.workload import Workload as _Workload
 from horizon_opt.model.instance import duration_minutes
 from horizon_opt.schedulers.kueue import DURATION_ANNOTATION
@@ -92,9 +92,10 @@ class AdmittedWorkloads(WorkloadMapperCore):
         its admission)."""
         admitted = w.condition("Admitted")
         assert admitted is not None
-        if admitted.time is None:
-            raise _Bad(f"{admitted.path}.lastTransitionTime", "required field is missing")
-        start = _timestamp(admitted.time, f"{admitted.path}.lastTransitionTime")
+        where = (*w.condition_loc("Admitted"), "lastTransitionTime")
+        if admitted.last_transition_time is None:
+            raise InputError([located(where, "required field is missing")])
+        start = timestamp(admitted.last_transition_time, where)
         if start > self.clock.snapshot:
             self.note(
                 w,

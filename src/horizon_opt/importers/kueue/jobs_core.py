@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+from horizon_opt.errors import InputError
 from horizon_opt.importers.clock import Clock
 from horizon_opt.importers.cluster import ClusterFile, ClusterPool
 from horizon_opt.importers.draft import JobDraft
-from horizon_opt.importers.kueue.kube import Bad as _Bad
-from horizon_opt.importers.kueue.kube import at as _at
-from horizon_opt.importers.kueue.kube import timestamp as _timestamp
+from horizon_opt.importers.kueue.kube import located, timestamp
 from horizon_opt.importers.kueue.workload import Workload as _Workload
+from horizon_opt.importers.payload_model import json_path
 from horizon_opt.importers.result import Note
 from horizon_opt.model.instance import duration_minutes
 from horizon_opt.model.spec import JOB_KINDS, MAX_PRIORITY, MAX_SLOTS, show
@@ -170,10 +170,8 @@ class WorkloadMapperCore:
         if kind is None:
             return "other"
         if kind.strip() not in JOB_KINDS:
-            raise _Bad(
-                w.annotation_paths[KIND_ANNOTATION],
-                f"expected one of {', '.join(JOB_KINDS)}, got {show(kind)}",
-            )
+            why = f"expected one of {', '.join(JOB_KINDS)}, got {show(kind)}"
+            raise InputError([located(w.annotation_loc(KIND_ANNOTATION), why)])
         return kind.strip()
 
     def priority(self, w: _Workload) -> float:
@@ -195,10 +193,8 @@ class WorkloadMapperCore:
         if text is not None:
             minutes = duration_minutes(text)
             if minutes is None or minutes <= 0:
-                raise _Bad(
-                    w.annotation_paths[DURATION_ANNOTATION],
-                    f"not a duration: {show(text)} (use e.g. 90m, 6h, 1.5h, 2d)",
-                )
+                why = f"not a duration: {show(text)} (use e.g. 90m, 6h, 1.5h, 2d)"
+                raise InputError([located(w.annotation_loc(DURATION_ANNOTATION), why)])
             seconds = minutes * 60
         elif w.max_exec is not None:
             seconds = w.max_exec - w.accumulated
@@ -215,7 +211,7 @@ class WorkloadMapperCore:
         else:
             self.note(
                 w,
-                _at("metadata.annotations", DURATION_ANNOTATION),
+                json_path(("metadata", "annotations", DURATION_ANNOTATION)),
                 "no run time (no such annotation, maximumExecutionTimeSeconds or "
                 f"activeDeadlineSeconds): {duration_text(self.default_minutes)} assumed",
             )
@@ -237,12 +233,12 @@ class WorkloadMapperCore:
         text = w.annotations.get(DEADLINE_ANNOTATION)
         if text is None:
             return
-        deadline = _timestamp(text, w.annotation_paths[DEADLINE_ANNOTATION])
+        deadline = timestamp(text, w.annotation_loc(DEADLINE_ANNOTATION))
         low = max(clock.up(release), 0) if release is not None else clock.now
         if clock.down(deadline) < low:
             self.note(
                 w,
-                _at("metadata.annotations", DEADLINE_ANNOTATION),
+                json_path(("metadata", "annotations", DEADLINE_ANNOTATION)),
                 f"{iso(deadline)} is before its release: set to "
                 f"{clock.time(low)} (it cannot be on time)",
             )

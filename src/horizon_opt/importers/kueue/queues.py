@@ -3,32 +3,38 @@ ClusterQueues (their GPU quota per ResourceFlavor, cohort, borrowing and lending
 
 The input is what `kubectl get localqueues -A -o yaml` and `kubectl get clusterqueues -o yaml`
 write (or `-o json`): a List, a bare array or one object, `kueue.x-k8s.io` v1beta1 or v1beta2
-(`apis/kueue/*/localqueue_types.go`, `clusterqueue_types.go`). The two versions differ here only
-in the cohort's field: v1beta1 `spec.cohort`, v1beta2 `spec.cohortName`. A malformed field
-raises InputError naming the file and its JSON path; what the importer makes of the queues is
-in importers/kueue/teams.py.
+(`apis/kueue/*/localqueue_types.go`, `clusterqueue_types.go`), read as pydantic models (importers/kueue/kube.py). The two
+versions differ here only in the cohort's field: v1beta1 `spec.cohort`, v1beta2
+`spec.cohortName`. A malformed field raises InputError naming the file and its JSON path; what
+the importer makes of the queues is in importers/kueue/teams.py.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from horizon_opt.errors import InputError
+from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
+
+from horizon_opt.errors import InputError, Loc
 from horizon_opt.importers.kueue.kube import (
-    Bad,
-    at,
+    KubeModel,
+    KubeObject,
+    Name,
+    ObjectMeta,
+    Text,
     items_of,
-    list_at,
-    object_at,
-    object_of,
+    listed,
+    located,
+    needed_list,
+    parse_items,
     read_objects,
-    str_at,
-    what,
+    required,
 )
-from horizon_opt.importers.kueue.workload import whole_gpus
+from horizon_opt.importers.kueue.workload import gpu_names, whole_gpus
+from horizon_opt.importers.payload_model import checked, fail_at, json_path
 from horizon_opt.schedulers.kueue import kueue_version_notes
 
 __all__ = [
@@ -45,12 +51,33 @@ LOCALQUEUES = "kubectl get localqueues -A -o yaml"
 CLUSTERQUEUES = "kubectl get clusterqueues -o yaml"
 
 
-@dataclass(frozen=True)
-class LocalQueue:
-    namespace: str
-    name: str
-    cluster_queue: str
-    path: str  # of its spec.clusterQueue
+class LocalQueueSpec(KubeModel):
+    cluster_queue: Name
+
+
+class LocalQueue(KubeObject):
+    """Which ClusterQueue a namespace's queue feeds."""
+
+    kind_name: ClassVar[str] = "LocalQueue"
+    metadata: Annotated[ObjectMeta, required]
+    spec: Annotated[LocalQueueSpec, required]
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or "default"
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def cluster_queue(self) -> str:
+        return self.spec.cluster_queue
+
+    @property
+    def queue_path(self) -> str:
+        """Where its spec.clusterQueue is."""
+        return json_path((*self.loc, "spec", "clusterQueue"))
 
 
 @dataclass(frozen=True)
@@ -65,11 +92,94 @@ class FlavorGpus:
 
 
 @dataclass(frozen=True)
-class ClusterQueue:
-    name: str
-    path: str  # of the object
-    cohort: str | None
-    flavors: tuple[FlavorGpus, ...]  # those with a GPU resource
+class _Quota:
+    nominal: int
+    borrowing: int | None
+    lending: int | None
+
+
+class ResourceQuota(KubeModel):
+    """One resource's quota in a flavor; `gpus`: read as whole GPUs when it is a GPU resource
+    (the validation context's), None for any other (whose quantities are not read)."""
+
+    name: Name
+    nominal_quota: Any = None
+    borrowing_limit: Any = None
+    lending_limit: Any = None
+    _gpus: _Quota | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _read_gpus(self, info: ValidationInfo) -> ResourceQuota:
+        if self.name not in gpu_names(info):
+            return self
+        if self.nominal_quota is None:
+            fail_at(("nominalQuota",), "required field is missing")
+        nominal = checked(("nominalQuota",), whole_gpus, self.nominal_quota)
+        limits = [
+            None if value is None else checked((field,), whole_gpus, value)
+            for field, value in (
+                ("borrowingLimit", self.borrowing_limit),
+                ("lendingLimit", self.lending_limit),
+            )
+        ]
+        self._gpus = _Quota(nominal, *limits)
+        return self
+
+    @property
+    def gpus(self) -> _Quota | None:
+        return self._gpus
+
+
+class FlavorQuotas(KubeModel):
+    name: Name
+    resources: Annotated[list[ResourceQuota], needed_list]
+
+
+class ResourceGroup(KubeModel):
+    flavors: Annotated[list[FlavorQuotas], needed_list]
+
+
+class ClusterQueueSpec(KubeModel):
+    cohort_name: Text = None
+    cohort: Text = None
+    resource_groups: Annotated[list[ResourceGroup], listed] = Field(default_factory=list)
+
+
+class ClusterQueue(KubeObject):
+    """A ClusterQueue: its cohort and GPU quota per ResourceFlavor."""
+
+    kind_name: ClassVar[str] = "ClusterQueue"
+    metadata: Annotated[ObjectMeta, required]
+    spec: Annotated[ClusterQueueSpec, required]
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def cohort(self) -> str | None:
+        return self.spec.cohort_name or self.spec.cohort or None
+
+    @property
+    def flavors(self) -> tuple[FlavorGpus, ...]:
+        """The flavors of `spec.resourceGroups` that hold quota of a GPU resource."""
+        out: list[FlavorGpus] = []
+        for g, group in enumerate(self.spec.resource_groups):
+            for f, flavor in enumerate(group.flavors):
+                quotas = [r.gpus for r in flavor.resources if r.gpus is not None]
+                if not quotas:
+                    continue
+                borrowing: int | None = 0
+                lending: int | None = None
+                for q in quotas:
+                    if borrowing is not None:
+                        borrowing = None if q.borrowing is None else borrowing + q.borrowing
+                    if q.lending is not None:
+                        lending = q.lending + (lending or 0)
+                path = json_path((*self.loc, "spec", "resourceGroups", g, "flavors", f))
+                nominal = sum(q.nominal for q in quotas)
+                out.append(FlavorGpus(flavor.name, nominal, borrowing, lending, path))
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -105,15 +215,20 @@ def read_queues(
     problems: list[str] = []
     notes: list[tuple[str, str]] = []
     local = cluster = None
+    context = {"resources": tuple(resources)}
     if localqueues is not None:
         items = _items(localqueues, "LocalQueue", LOCALQUEUES, local_source, problems)
-        local = _local_queues(items, local_source, problems)
+        locals_, bad = parse_items(LocalQueue, items, local_source, context)
+        local = _local_queues(locals_, local_source, bad)
+        problems += bad
         notes += [
             (f"{local_source}: apiVersion", n) for n in kueue_version_notes(i for _, i in items)
         ]
     if clusterqueues is not None:
         items = _items(clusterqueues, "ClusterQueue", CLUSTERQUEUES, cluster_source, problems)
-        cluster = _cluster_queues(items, tuple(resources), cluster_source, problems)
+        clusters, bad = parse_items(ClusterQueue, items, cluster_source, context)
+        cluster = _cluster_queues(clusters, cluster_source, bad)
+        problems += bad
         notes += [
             (f"{cluster_source}: apiVersion", n) for n in kueue_version_notes(i for _, i in items)
         ]
@@ -124,103 +239,42 @@ def read_queues(
 
 def _items(
     payload: Any, kind: str, command: str, source: str, problems: list[str]
-) -> list[tuple[str, Any]]:
+) -> list[tuple[Loc, Any]]:
     try:
         return items_of(payload, kind, command)
-    except Bad as exc:
-        problems.append(f"{source}: {exc}")
+    except InputError as exc:
+        problems += [f"{source}: {p}" for p in exc.problems]
         return []
 
 
-def _meta(item: Any, path: str, kind: str) -> tuple[dict[str, Any], str, str | None]:
-    """The object at `path` (of `kind`), its name and namespace."""
-    item = object_of(item, path or "(top level)")
-    if item.get("kind") is not None and item.get("kind") != kind:
-        raise Bad(at(path, "kind"), f"expected a {kind}, got {what(item.get('kind'))}")
-    meta = object_at(item, "metadata", path, required=True)
-    name = str_at(meta, "name", at(path, "metadata"), required=True)
-    assert name is not None
-    return item, name, str_at(meta, "namespace", at(path, "metadata")) or None
-
-
 def _local_queues(
-    items: Sequence[tuple[str, Any]], source: str, problems: list[str]
+    queues: Sequence[LocalQueue], source: str, problems: list[str]
 ) -> dict[tuple[str, str], LocalQueue]:
+    """By (namespace, name); the same LocalQueue twice must feed the same ClusterQueue."""
     out: dict[tuple[str, str], LocalQueue] = {}
-    for path, item in items:
-        try:
-            obj, name, namespace = _meta(item, path, "LocalQueue")
-            spec = object_at(obj, "spec", path, required=True)
-            where = at(at(path, "spec"), "clusterQueue")
-            target = str_at(spec, "clusterQueue", at(path, "spec"), required=True)
-            assert target is not None
-            key = (namespace or "default", name)
-            seen = out.get(key)
-            if seen is not None and seen.cluster_queue != target:
-                raise Bad(
-                    where,
-                    f"LocalQueue {'/'.join(key)} is also at {seen.path}, with ClusterQueue "
-                    f"{seen.cluster_queue!r}, not {target!r}",
-                )
-            out.setdefault(key, LocalQueue(key[0], name, target, where))
-        except Bad as exc:
-            problems.append(f"{source}: {exc}")
+    for q in queues:
+        key = (q.namespace, q.name)
+        seen = out.setdefault(key, q)
+        if seen.cluster_queue != q.cluster_queue:
+            problem = located(
+                (*q.loc, "spec", "clusterQueue"),
+                f"LocalQueue {'/'.join(key)} is also at {seen.queue_path}, with ClusterQueue "
+                f"{seen.cluster_queue!r}, not {q.cluster_queue!r}",
+            )
+            problems.append(f"{source}: {problem}")
     return out
 
 
 def _cluster_queues(
-    items: Sequence[tuple[str, Any]], resources: tuple[str, ...], source: str, problems: list[str]
+    queues: Sequence[ClusterQueue], source: str, problems: list[str]
 ) -> list[ClusterQueue]:
+    """Each name once."""
     out: dict[str, ClusterQueue] = {}
-    for path, item in items:
-        try:
-            obj, name, _ = _meta(item, path, "ClusterQueue")
-            if name in out:
-                raise Bad(at(at(path, "metadata"), "name"), f"{name!r} is also {out[name].path}")
-            spec = object_at(obj, "spec", path, required=True)
-            spath = at(path, "spec")
-            cohort = str_at(spec, "cohortName", spath) or str_at(spec, "cohort", spath) or None
-            out[name] = ClusterQueue(
-                name, path or "(top level)", cohort, _flavors(spec, spath, resources)
-            )
-        except Bad as exc:
-            problems.append(f"{source}: {exc}")
+    for cq in queues:
+        if cq.name in out:
+            where = (*cq.loc, "metadata", "name")
+            problem = located(where, f"{cq.name!r} is also {out[cq.name].path}")
+            problems.append(f"{source}: {problem}")
+            continue
+        out[cq.name] = cq
     return list(out.values())
-
-
-def _flavors(
-    spec: Mapping[str, Any], spath: str, resources: tuple[str, ...]
-) -> tuple[FlavorGpus, ...]:
-    """The flavors of `spec.resourceGroups` that hold quota of a GPU resource."""
-    out: list[FlavorGpus] = []
-    for g, raw in enumerate(list_at(spec, "resourceGroups", spath)):
-        gpath = f"{at(spath, 'resourceGroups')}[{g}]"
-        group = object_of(raw, gpath)
-        for f, raw_flavor in enumerate(list_at(group, "flavors", gpath, required=True)):
-            fpath = f"{at(gpath, 'flavors')}[{f}]"
-            flavor = object_of(raw_flavor, fpath)
-            name = str_at(flavor, "name", fpath, required=True)
-            assert name is not None
-            nominal, gpu = 0, False
-            borrowing: int | None = 0
-            lending: int | None = None
-            for r, raw_res in enumerate(list_at(flavor, "resources", fpath, required=True)):
-                rpath = f"{at(fpath, 'resources')}[{r}]"
-                res = object_of(raw_res, rpath)
-                if str_at(res, "name", rpath, required=True) not in resources:
-                    continue
-                gpu = True
-                if res.get("nominalQuota") is None:
-                    raise Bad(at(rpath, "nominalQuota"), "required field is missing")
-                nominal += whole_gpus(res["nominalQuota"], at(rpath, "nominalQuota"))
-                borrow = _optional_gpus(res, "borrowingLimit", rpath)
-                borrowing = None if borrowing is None or borrow is None else borrowing + borrow
-                lend = _optional_gpus(res, "lendingLimit", rpath)
-                lending = lending if lend is None else lend + (lending or 0)
-            if gpu:
-                out.append(FlavorGpus(name, nominal, borrowing, lending, fpath))
-    return tuple(out)
-
-
-def _optional_gpus(res: Mapping[str, Any], key: str, path: str) -> int | None:
-    return None if res.get(key) is None else whole_gpus(res[key], at(path, key))

@@ -30,9 +30,9 @@ from typing import Any
 from horizon_opt.errors import InputError
 from horizon_opt.importers.cluster import ClusterFile
 from horizon_opt.importers.draft import JobDraft
-from horizon_opt.importers.kueue.kube import at
 from horizon_opt.importers.kueue.queues import ClusterQueue, Queues
 from horizon_opt.importers.kueue.workload import Workload
+from horizon_opt.importers.payload_model import json_path
 from horizon_opt.importers.result import some_jobs
 
 __all__ = ["QueueTeams", "team_name"]
@@ -238,10 +238,10 @@ class QueueTeams:
         for cq in self.objects.values():
             first.setdefault(cq.name, f"{self.queues.cluster_source}: {cq.path}")
         for local in (self.queues.local or {}).values():
-            first.setdefault(local.cluster_queue, f"{self.queues.local_source}: {local.path}")
+            first.setdefault(local.cluster_queue, f"{self.queues.local_source}: {local.queue_path}")
         for w in parsed:
             if w.cluster_queue is not None:
-                where = at(at(at(w.path, "status"), "admission"), "clusterQueue")
+                where = json_path((*w.loc, "status", "admission", "clusterQueue"))
                 first.setdefault(w.cluster_queue, f"{self.source}: {where}")
         named: dict[str, str] = {}  # a team name -> the first ClusterQueue that becomes it
         problems = []

@@ -1,9 +1,10 @@
-"""A Kueue Workload, parsed: its pod sets (pods, GPUs per pod, time limit, pinned hosts), the
-conditions Kueue set, and the admission (flavors, admitted pods, topology, charged GPUs).
+"""A Kueue Workload as pydantic models: its pod sets (pods, GPUs per pod, time limit, pinned
+hosts), the conditions Kueue set, and the admission (flavors, admitted pods, topology, charged
+GPUs).
 
-`workload_items` finds the Workloads in what `kubectl get workloads -A -o json` (or `-o yaml`)
-writes, `parse_workload` reads one, `gpu_quantity` reads a Kubernetes quantity as whole GPUs.
-A malformed field raises Bad (importers/kueue/kube.py) naming its JSON path
+`Workload` is one, validated with the GPU resources to count in its context (`{"resources":
+...}`; without one, `GPU_RESOURCES`): only those resources' quantities are read, as whole GPUs
+(`gpu_quantity`). A malformed field is named by its JSON path
 (`items[2].spec.podSets[0].count: expected an integer, got '3'`); what the importer makes of a
 Workload is the table in importers/kueue/importer.py.
 """
@@ -11,38 +12,55 @@ Workload is the table in importers/kueue/importer.py.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from horizon_opt.errors import InputError
-from horizon_opt.importers.kueue.kube import Bad as _Bad
-from horizon_opt.importers.kueue.kube import at as _at
-from horizon_opt.importers.kueue.kube import bool_at as _bool_at
-from horizon_opt.importers.kueue.kube import int_at as _int_at
-from horizon_opt.importers.kueue.kube import items_of as _items_of
-from horizon_opt.importers.kueue.kube import list_at as _list_at
-from horizon_opt.importers.kueue.kube import object_at as _object_at
-from horizon_opt.importers.kueue.kube import object_of as _object
-from horizon_opt.importers.kueue.kube import str_at as _str_at
-from horizon_opt.importers.kueue.kube import str_map_at as _str_map_at
-from horizon_opt.importers.kueue.kube import timestamp as _timestamp
-from horizon_opt.importers.kueue.kube import what as _what
-from horizon_opt.importers.kueue.topology import HOSTNAME_LEVEL, topology_hosts
+from pydantic import (
+    Field,
+    PlainValidator,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from horizon_opt.errors import InputError, Loc, Problem
+from horizon_opt.importers.kueue.kube import (
+    INT32,
+    Flag,
+    KubeModel,
+    KubeObject,
+    Name,
+    ObjectMeta,
+    Str,
+    StrMap,
+    Text,
+    Timestamp,
+    ValueMap,
+    int_in,
+    listed,
+    needed_list,
+    optional,
+    required,
+    what,
+)
+from horizon_opt.importers.kueue.topology import HOSTNAME_LEVEL, TopologyAssignment
+from horizon_opt.importers.payload_model import checked, fail_at
 from horizon_opt.model.spec import show
 
 __all__ = [
+    "GPU_RESOURCES",
+    "Condition",
+    "PodSet",
     "Workload",
+    "gpu_names",
     "gpu_quantity",
     "job_hosts",
-    "parse_workload",
     "whole_gpus",
-    "workload_items",
 ]
 
-_INT32 = 2**31 - 1
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 _MAX_QUANTITY = Decimal(10**9)  # more GPUs than any pod could hold: refused, not computed with
 _QUANTITY = re.compile(
     r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]{1,3})?$"
@@ -67,18 +85,18 @@ def gpu_quantity(value: Any, path: str = "") -> int:
 
     Raises InputError naming `path` when it is not a quantity, not whole, negative or huge."""
     try:
-        return whole_gpus(value, path)
-    except _Bad as exc:
-        raise InputError([str(exc)]) from None
+        return whole_gpus(value)
+    except ValueError as exc:
+        raise InputError([Problem.at(path, str(exc))]) from None
 
 
-def whole_gpus(value: Any, path: str) -> int:
-    """`gpu_quantity` for readers that collect problems: Bad naming `path`."""
+def whole_gpus(value: Any) -> int:
+    """`gpu_quantity` for the models, which name the field: ValueError saying what is wrong."""
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise _Bad(path, f'expected a quantity such as "8", got {_what(value)}')
+        raise ValueError(f'expected a quantity such as "8", got {what(value)}')
     match = _QUANTITY.match(str(value).strip())
     if match is None:
-        raise _Bad(path, f"not a Kubernetes quantity: {show(value)}")
+        raise ValueError(f"not a Kubernetes quantity: {show(value)}")
     number, suffix = match.group(1), match.group(2) or ""
     try:
         amount = Decimal(number)
@@ -87,41 +105,169 @@ def whole_gpus(value: Any, path: str) -> int:
         else:
             amount *= _SUFFIX[suffix]
     except (InvalidOperation, ValueError):  # pragma: no cover - the pattern admits only numbers
-        raise _Bad(path, f"not a Kubernetes quantity: {show(value)}") from None
+        raise ValueError(f"not a Kubernetes quantity: {show(value)}") from None
     if amount < 0:
-        raise _Bad(path, f"must not be negative, got {show(value)}")
+        raise ValueError(f"must not be negative, got {show(value)}")
     if amount > _MAX_QUANTITY:
-        raise _Bad(path, f"more than {_MAX_QUANTITY:,} GPUs: {show(value)}")
+        raise ValueError(f"more than {_MAX_QUANTITY:,} GPUs: {show(value)}")
     if amount != amount.to_integral_value():
-        raise _Bad(path, f"expected a whole number of GPUs, got {show(value)}")
+        raise ValueError(f"expected a whole number of GPUs, got {show(value)}")
     return int(amount)
 
 
-@dataclass(frozen=True)
-class _PodSet:
-    name: str
-    count: int
-    gpus: int  # per pod
-    deadline: int | None  # activeDeadlineSeconds
-    annotations: dict[str, str]
-    pinned: tuple[str, ...] = ()  # hosts its pods must run on (nodeSelector or node affinity)
+def gpu_names(info: ValidationInfo) -> tuple[str, ...]:
+    """The resources counted as GPUs, from the validation context."""
+    context = info.context if isinstance(info.context, dict) else {}
+    return tuple(context.get("resources", GPU_RESOURCES))
 
 
-@dataclass(frozen=True)
-class _Assignment:
-    flavors: dict[str, str]
-    count: int | None
-    hosts: dict[str, int] | None  # topology assignment by hostname: host -> pods
-    usage: int | None = None  # GPUs of the pod set its quota was charged (resourceUsage)
+def _pod_set_name(value: Any) -> str:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"expected a string, got {what(value)}")
+    return value or "main"
 
 
-@dataclass(frozen=True)
-class _Condition:
-    status: str
-    reason: str
-    message: str
-    time: str | None
-    path: str
+PodSetName = Annotated[str, PlainValidator(_pod_set_name)]  # none: `main`, as Kueue names it
+
+
+class Resources(KubeModel):
+    """A container's resources; `gpus`: its requests of the GPU resources, or its limits
+    where it requests none."""
+
+    requests: ValueMap = Field(default_factory=dict)
+    limits: ValueMap = Field(default_factory=dict)
+    _gpus: int = PrivateAttr(0)
+
+    @model_validator(mode="after")
+    def _count(self, info: ValidationInfo) -> Resources:
+        total = 0
+        for name in gpu_names(info):
+            if self.requests.get(name) is not None:
+                total += checked(("requests", name), whole_gpus, self.requests[name])
+            elif self.limits.get(name) is not None:
+                total += checked(("limits", name), whole_gpus, self.limits[name])
+        self._gpus = total
+        return self
+
+    @property
+    def gpus(self) -> int:
+        return self._gpus
+
+
+class Container(KubeModel):
+    resources: Annotated[Resources, optional] = Field(default_factory=Resources)
+
+
+class PodSpec(KubeModel):
+    containers: Annotated[list[Container], listed] = Field(default_factory=list)
+    init_containers: Annotated[list[Container], listed] = Field(default_factory=list)
+    active_deadline_seconds: Annotated[int | None, int_in(1, 2**63 - 1)] = None
+    node_selector: StrMap = Field(default_factory=dict)
+    affinity: Any = None  # read only for hosts it pins pods to; anything else is left alone
+
+    @property
+    def gpus(self) -> int:
+        """A pod's GPUs: its containers' sum, or an init container's when more (Kubernetes'
+        rule)."""
+        main = sum(c.resources.gpus for c in self.containers)
+        return max([main, *(c.resources.gpus for c in self.init_containers)])
+
+    @property
+    def asked(self) -> list[str]:
+        """The resources its containers request or limit."""
+        return [
+            name
+            for c in (*self.containers, *self.init_containers)
+            for name in (*c.resources.requests, *c.resources.limits)
+        ]
+
+    @property
+    def pinned(self) -> tuple[str, ...]:
+        """The hosts a pod must run on: its nodeSelector's `kubernetes.io/hostname`, or the
+        values of a required node affinity `kubernetes.io/hostname In [...]` (when every term
+        says so)."""
+        if HOSTNAME_LEVEL in self.node_selector:
+            return (self.node_selector[HOSTNAME_LEVEL],)
+        affinity = self.affinity
+        node = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+        needed = node.get("requiredDuringSchedulingIgnoredDuringExecution") if node else None
+        terms = needed.get("nodeSelectorTerms") if isinstance(needed, dict) else None
+        hosts: list[str] = []
+        for term in terms if isinstance(terms, list) else []:
+            exprs = term.get("matchExpressions") if isinstance(term, dict) else None
+            found = [
+                e.get("values")
+                for e in (exprs if isinstance(exprs, list) else [])
+                if isinstance(e, dict)
+                and e.get("key") == HOSTNAME_LEVEL
+                and e.get("operator") == "In"
+            ]
+            if not found or not isinstance(found[0], list):
+                return ()  # a term that allows other hosts: not pinned
+            hosts += [h for h in found[0] if isinstance(h, str) and h not in hosts]
+        return tuple(hosts)
+
+
+class TemplateMeta(KubeModel):
+    annotations: StrMap = Field(default_factory=dict)
+
+
+class PodTemplate(KubeModel):
+    metadata: Annotated[TemplateMeta, optional] = Field(default_factory=TemplateMeta)
+    spec: Annotated[PodSpec, required]
+
+
+class PodSet(KubeModel):
+    name: PodSetName = "main"
+    count: Annotated[int, int_in(0, INT32, needed=True)]
+    template: Annotated[PodTemplate, required]
+
+    @property
+    def gpus(self) -> int:
+        """GPUs per pod."""
+        return self.template.spec.gpus
+
+    @property
+    def deadline(self) -> int | None:
+        """activeDeadlineSeconds."""
+        return self.template.spec.active_deadline_seconds
+
+    @property
+    def pinned(self) -> tuple[str, ...]:
+        """Hosts its pods must run on (nodeSelector or node affinity)."""
+        return self.template.spec.pinned
+
+
+class WorkloadSpec(KubeModel):
+    pod_sets: Annotated[list[PodSet], needed_list]
+    priority: Annotated[int | None, int_in(-(2**31), INT32)] = None
+    active: Flag = None
+    maximum_execution_time_seconds: Annotated[int | None, int_in(0, INT32)] = None
+    queue_name: Text = None
+
+    @field_validator("pod_sets")
+    @classmethod
+    def _pod_sets(cls, value: list[PodSet]) -> list[PodSet]:
+        """At least one, names unique."""
+        if not value:
+            raise ValueError("expected at least one pod set")
+        names = [p.name for p in value]
+        if len(set(names)) != len(names):
+            raise ValueError(f"pod set names are not unique: {show(names)}")
+        return value
+
+
+class Condition(KubeModel):
+    type: Name
+    status: Name
+    reason: Str = ""
+    message: Str = ""
+    last_transition_time: Text = None  # read (as a time) only where it is used
+
+    @field_validator("message")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
 
     @property
     def true(self) -> bool:
@@ -132,34 +278,189 @@ class _Condition:
         return f"{text}: {self.message}" if self.message else text
 
 
-@dataclass(frozen=True)
-class Workload:
-    """One Workload as read; importers/kueue/importer.py's table says what becomes of each field."""
+class PodSetAssignment(KubeModel):
+    """One pod set's admission; `usage`: the GPUs its quota was charged (resourceUsage)."""
 
-    index: int
-    path: str
-    id: str
-    namespace: str | None
-    queue: str | None
-    created: datetime | None
-    priority: int
-    active: bool
-    max_exec: int | None
-    accumulated: int
-    annotations: dict[str, str]  # the Workload's, then its pod sets' (the first that has a key)
-    annotation_paths: dict[str, str]
-    podsets: list[_PodSet]
-    conditions: dict[str, _Condition]
-    assignments: dict[str, _Assignment] | None  # None: Kueue has not reserved quota
-    uncounted: tuple[str, ...]  # GPU-like resources it asks for that are not counted
-    deleting: str | None = None  # metadata.deletionTimestamp: being deleted
-    cluster_queue: str | None = None  # status.admission.clusterQueue: the one that admitted it
+    name: PodSetName = "main"
+    flavors: StrMap = Field(default_factory=dict)
+    count: Annotated[int | None, int_in(0, INT32)] = None
+    resource_usage: ValueMap = Field(default_factory=dict)
+    topology_assignment: TopologyAssignment | None = None
+    _usage: int | None = PrivateAttr(None)
 
-    def condition(self, kind: str) -> _Condition | None:
-        return self.conditions.get(kind)
+    @model_validator(mode="after")
+    def _charged(self, info: ValidationInfo) -> PodSetAssignment:
+        usage = self.resource_usage
+        charged = [
+            checked(("resourceUsage", r), whole_gpus, usage[r])
+            for r in gpu_names(info)
+            if r in usage
+        ]
+        self._usage = sum(charged) if charged else None
+        return self
+
+    @property
+    def usage(self) -> int | None:
+        return self._usage
+
+    @property
+    def hosts(self) -> dict[str, int] | None:
+        """Its topology assignment by hostname: host -> pods."""
+        topology = self.topology_assignment
+        return topology.hosts if topology is not None else None
+
+
+class Admission(KubeModel):
+    cluster_queue: Text = None
+    pod_set_assignments: Annotated[list[PodSetAssignment], needed_list]
+
+
+class WorkloadStatus(KubeModel):
+    accumulated_past_exexcution_time_seconds: Annotated[int | None, int_in(0, INT32)] = None
+    accumulated_past_execution_time_seconds: Annotated[int | None, int_in(0, INT32)] = None
+    conditions: Annotated[list[Condition], listed] = Field(default_factory=list)
+    admission: Admission | None = None  # None: Kueue has not reserved quota
+
+
+class WorkloadMeta(ObjectMeta):
+    creation_timestamp: Timestamp = None
+    annotations: StrMap = Field(default_factory=dict)
+    deletion_timestamp: Text = None
+
+
+class Workload(KubeObject):
+    """One Workload as read; importers/kueue/importer.py's table says what becomes of each
+    field. Its annotations are the Workload's, then its pod sets' (the first that has a key)."""
+
+    kind_name: ClassVar[str] = "Workload"
+    metadata: Annotated[WorkloadMeta, required]
+    spec: Annotated[WorkloadSpec, required]
+    status: Annotated[WorkloadStatus, optional] = Field(default_factory=WorkloadStatus)
+    _annotations: dict[str, str] = PrivateAttr(default_factory=dict)
+    _annotation_locs: dict[str, Loc] = PrivateAttr(default_factory=dict)
+    _conditions: dict[str, int] = PrivateAttr(default_factory=dict)  # type -> the last of it
+    _uncounted: tuple[str, ...] = PrivateAttr(())
+
+    @model_validator(mode="after")
+    def _read(self, info: ValidationInfo) -> Workload:
+        """Pod set assignments name pod sets; the annotations, conditions and resources that
+        are not counted, gathered."""
+        names = [p.name for p in self.spec.pod_sets]
+        admission = self.status.admission
+        for a, asg in enumerate(admission.pod_set_assignments if admission else []):
+            if asg.name not in names:
+                where = ("status", "admission", "podSetAssignments", a, "name")
+                fail_at(where, f"no pod set {asg.name!r} in spec.podSets", asg.name)
+        locs: dict[str, Loc] = {
+            k: ("metadata", "annotations", k) for k in self.metadata.annotations
+        }
+        values = dict(self.metadata.annotations)
+        for k, ps in enumerate(self.spec.pod_sets):
+            for key, value in ps.template.metadata.annotations.items():
+                if key not in values:
+                    values[key] = value
+                    locs[key] = ("spec", "podSets", k, "template", "metadata", "annotations", key)
+        self._annotations, self._annotation_locs = values, locs
+        self._conditions = {c.type: k for k, c in enumerate(self.status.conditions)}
+        resources = gpu_names(info)
+        self._uncounted = tuple(
+            sorted(
+                {
+                    name
+                    for ps in self.spec.pod_sets
+                    for name in ps.template.spec.asked
+                    if name not in resources
+                    and "/" in name
+                    and ("gpu" in name.lower() or "/mig-" in name.lower())
+                }
+            )
+        )
+        return self
+
+    @property
+    def namespace(self) -> str | None:
+        return self.metadata.namespace or None
+
+    @property
+    def id(self) -> str:
+        return f"{self.namespace or 'default'}/{self.metadata.name}"
+
+    @property
+    def queue(self) -> str | None:
+        return self.spec.queue_name or None
+
+    @property
+    def created(self) -> datetime | None:
+        return self.metadata.creation_timestamp
+
+    @property
+    def deleting(self) -> str | None:
+        """metadata.deletionTimestamp: being deleted."""
+        return self.metadata.deletion_timestamp
+
+    @property
+    def priority(self) -> int:
+        return self.spec.priority or 0
+
+    @property
+    def active(self) -> bool:
+        return self.spec.active is not False
+
+    @property
+    def max_exec(self) -> int | None:
+        return self.spec.maximum_execution_time_seconds
+
+    @property
+    def accumulated(self) -> int:
+        """Admitted seconds so far (v1beta1 spells the field `Exexcution`)."""
+        status = self.status
+        return (
+            status.accumulated_past_execution_time_seconds
+            or status.accumulated_past_exexcution_time_seconds
+            or 0
+        )
+
+    @property
+    def podsets(self) -> list[PodSet]:
+        return self.spec.pod_sets
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return self._annotations
+
+    def annotation_loc(self, key: str) -> Loc:
+        """Where the annotation `key` it has is, in the payload."""
+        return (*self.loc, *self._annotation_locs[key])
+
+    @property
+    def uncounted(self) -> tuple[str, ...]:
+        """GPU-like resources it asks for that are not counted."""
+        return self._uncounted
+
+    @property
+    def cluster_queue(self) -> str | None:
+        """status.admission.clusterQueue: the one that admitted it."""
+        admission = self.status.admission
+        return (admission.cluster_queue or None) if admission is not None else None
+
+    @property
+    def assignments(self) -> dict[str, PodSetAssignment] | None:
+        """Pod set assignments by pod set name; None: Kueue has not reserved quota."""
+        admission = self.status.admission
+        if admission is None:
+            return None
+        return {a.name: a for a in admission.pod_set_assignments}
+
+    def condition(self, kind: str) -> Condition | None:
+        k = self._conditions.get(kind)
+        return None if k is None else self.status.conditions[k]
+
+    def condition_loc(self, kind: str) -> Loc:
+        """Where the condition of `kind` it has is, in the payload."""
+        return (*self.loc, "status", "conditions", self._conditions[kind])
 
     def is_true(self, kind: str) -> bool:
-        cond = self.conditions.get(kind)
+        cond = self.condition(kind)
         return cond is not None and cond.true
 
     def counts(self) -> dict[str, int]:
@@ -171,225 +472,6 @@ class Workload:
                 given.count if given is not None and given.count is not None else ps.count
             )
         return out
-
-
-def _pod_gpus(
-    spec: Mapping[str, Any], path: str, resources: Sequence[str], uncounted: set[str]
-) -> int:
-    """A pod's GPUs: its containers' sum, or an init container's when more (Kubernetes' rule)."""
-
-    def container(c: Any, cpath: str) -> int:
-        c = _object(c, cpath)
-        res = _object_at(c, "resources", cpath)
-        rpath = _at(cpath, "resources")
-        requests = _object_at(res, "requests", rpath)
-        limits = _object_at(res, "limits", rpath)
-        total = 0
-        for name in resources:
-            if requests.get(name) is not None:
-                total += whole_gpus(requests[name], _at(_at(rpath, "requests"), name))
-            elif limits.get(name) is not None:
-                total += whole_gpus(limits[name], _at(_at(rpath, "limits"), name))
-        for name in (*requests, *limits):
-            low = name.lower()
-            if name not in resources and "/" in name and ("gpu" in low or "/mig-" in low):
-                uncounted.add(name)
-        return total
-
-    main = sum(
-        container(c, f"{_at(path, 'containers')}[{i}]")
-        for i, c in enumerate(_list_at(spec, "containers", path))
-    )
-    init = [
-        container(c, f"{_at(path, 'initContainers')}[{i}]")
-        for i, c in enumerate(_list_at(spec, "initContainers", path))
-    ]
-    return max([main, *init])
-
-
-def parse_workload(item: Any, index: int, path: str, resources: Sequence[str]) -> Workload:
-    """The Workload at `path` (`index` in the payload), its GPUs counted from `resources`; a
-    malformed field raises Bad naming its path."""
-    item = _object(item, path or "(top level)")
-    kind = item.get("kind")
-    if kind is not None and kind != "Workload":
-        raise _Bad(_at(path, "kind"), f"expected a Workload, got {_what(kind)}")
-    meta = _object_at(item, "metadata", path, required=True)
-    mpath = _at(path, "metadata")
-    name = _str_at(meta, "name", mpath, required=True)
-    namespace = _str_at(meta, "namespace", mpath) or None
-    created_text = _str_at(meta, "creationTimestamp", mpath)
-    created = (
-        _timestamp(created_text, _at(mpath, "creationTimestamp"))
-        if created_text is not None
-        else None
-    )
-    annotations = _str_map_at(meta, "annotations", mpath)
-    annotation_paths = {k: _at(_at(mpath, "annotations"), k) for k in annotations}
-    deleting = _str_at(meta, "deletionTimestamp", mpath)
-
-    spec = _object_at(item, "spec", path, required=True)
-    spath = _at(path, "spec")
-    uncounted: set[str] = set()
-    podsets = _podsets(spec, spath, resources, annotations, annotation_paths, uncounted)
-    priority = _int_at(spec, "priority", spath, lo=-(2**31), hi=_INT32)
-    active = _bool_at(spec, "active", spath)
-    max_exec = _int_at(spec, "maximumExecutionTimeSeconds", spath, lo=0, hi=_INT32)
-    queue = _str_at(spec, "queueName", spath) or None
-
-    status = _object_at(item, "status", path)
-    stpath = _at(path, "status")
-    accumulated = 0
-    for key in ("accumulatedPastExexcutionTimeSeconds", "accumulatedPastExecutionTimeSeconds"):
-        accumulated = _int_at(status, key, stpath, lo=0, hi=_INT32) or accumulated
-    conditions = _conditions(status, stpath)
-    assignments = _assignments(status, stpath, [p.name for p in podsets], resources)
-    admission = _object_at(status, "admission", stpath)
-    cluster_queue = _str_at(admission, "clusterQueue", _at(stpath, "admission")) or None
-    return Workload(
-        index=index,
-        path=path,
-        id=f"{namespace or 'default'}/{name}",
-        namespace=namespace,
-        queue=queue,
-        created=created,
-        priority=priority or 0,
-        active=active is not False,
-        max_exec=max_exec,
-        accumulated=accumulated,
-        annotations=annotations,
-        annotation_paths=annotation_paths,
-        podsets=podsets,
-        conditions=conditions,
-        assignments=assignments,
-        uncounted=tuple(sorted(uncounted)),
-        deleting=deleting,
-        cluster_queue=cluster_queue,
-    )
-
-
-def _podsets(
-    spec: Mapping[str, Any],
-    spath: str,
-    resources: Sequence[str],
-    annotations: dict[str, str],
-    annotation_paths: dict[str, str],
-    uncounted: set[str],
-) -> list[_PodSet]:
-    """`spec.podSets`, at least one, names unique. A pod template's annotations join the
-    Workload's where it has no such key (`annotations`, `annotation_paths` grow); GPU-like
-    resources that are not counted go into `uncounted`."""
-    podsets: list[_PodSet] = []
-    raw_sets = _list_at(spec, "podSets", spath, required=True)
-    if not raw_sets:
-        raise _Bad(_at(spath, "podSets"), "expected at least one pod set")
-    for k, raw in enumerate(raw_sets):
-        ppath = f"{_at(spath, 'podSets')}[{k}]"
-        ps = _object(raw, ppath)
-        ps_name = _str_at(ps, "name", ppath) or "main"
-        count = _int_at(ps, "count", ppath, lo=0, hi=_INT32, required=True)
-        assert count is not None
-        template = _object_at(ps, "template", ppath, required=True)
-        tpath = _at(ppath, "template")
-        tmeta = _object_at(template, "metadata", tpath)
-        tann = _str_map_at(tmeta, "annotations", _at(tpath, "metadata"))
-        for key, value in tann.items():
-            if key not in annotations:
-                annotations[key] = value
-                annotation_paths[key] = _at(_at(_at(tpath, "metadata"), "annotations"), key)
-        pod = _object_at(template, "spec", tpath, required=True)
-        podpath = _at(tpath, "spec")
-        podsets.append(
-            _PodSet(
-                ps_name,
-                count,
-                _pod_gpus(pod, podpath, resources, uncounted),
-                _int_at(pod, "activeDeadlineSeconds", podpath, lo=1, hi=2**63 - 1),
-                tann,
-                _pinned_hosts(pod, podpath),
-            )
-        )
-    names = [p.name for p in podsets]
-    if len(set(names)) != len(names):
-        raise _Bad(_at(spath, "podSets"), f"pod set names are not unique: {show(names)}")
-    return podsets
-
-
-def _conditions(status: Mapping[str, Any], stpath: str) -> dict[str, _Condition]:
-    """`status.conditions` by type (a later one of a type wins)."""
-    conditions: dict[str, _Condition] = {}
-    for c, raw in enumerate(_list_at(status, "conditions", stpath)):
-        cpath = f"{_at(stpath, 'conditions')}[{c}]"
-        cond = _object(raw, cpath)
-        ctype = _str_at(cond, "type", cpath, required=True)
-        cstatus = _str_at(cond, "status", cpath, required=True)
-        assert ctype is not None and cstatus is not None
-        conditions[ctype] = _Condition(
-            cstatus,
-            _str_at(cond, "reason", cpath) or "",
-            (_str_at(cond, "message", cpath) or "").strip(),
-            _str_at(cond, "lastTransitionTime", cpath),
-            cpath,
-        )
-    return conditions
-
-
-def _assignments(
-    status: Mapping[str, Any], stpath: str, names: list[str], resources: Sequence[str]
-) -> dict[str, _Assignment] | None:
-    """`status.admission.podSetAssignments` by pod set name (each must name one of `names`),
-    or None when Kueue has not reserved quota."""
-    if status.get("admission") is None:
-        return None
-    admission = _object_at(status, "admission", stpath)
-    apath = _at(stpath, "admission")
-    assignments: dict[str, _Assignment] = {}
-    for a, raw in enumerate(_list_at(admission, "podSetAssignments", apath, required=True)):
-        aspath = f"{_at(apath, 'podSetAssignments')}[{a}]"
-        asg = _object(raw, aspath)
-        a_name = _str_at(asg, "name", aspath) or "main"
-        if a_name not in names:
-            raise _Bad(_at(aspath, "name"), f"no pod set {a_name!r} in spec.podSets")
-        upath = _at(aspath, "resourceUsage")
-        usage = _object_at(asg, "resourceUsage", aspath)
-        charged = [whole_gpus(usage[r], _at(upath, r)) for r in resources if r in usage]
-        assignments[a_name] = _Assignment(
-            _str_map_at(asg, "flavors", aspath),
-            _int_at(asg, "count", aspath, lo=0, hi=_INT32),
-            topology_hosts(asg.get("topologyAssignment"), _at(aspath, "topologyAssignment")),
-            sum(charged) if charged else None,
-        )
-    return assignments
-
-
-def _pinned_hosts(pod: Mapping[str, Any], path: str) -> tuple[str, ...]:
-    """The hosts a pod must run on: its nodeSelector's `kubernetes.io/hostname`, or the values
-    of a required node affinity `kubernetes.io/hostname In [...]` (when every term says so)."""
-    selector = _str_map_at(pod, "nodeSelector", path)
-    if HOSTNAME_LEVEL in selector:
-        return (selector[HOSTNAME_LEVEL],)
-    affinity = pod.get("affinity")
-    node = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
-    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") if node else None
-    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
-    hosts: list[str] = []
-    for term in terms if isinstance(terms, list) else []:
-        exprs = term.get("matchExpressions") if isinstance(term, dict) else None
-        found = [
-            e.get("values")
-            for e in (exprs if isinstance(exprs, list) else [])
-            if isinstance(e, dict) and e.get("key") == HOSTNAME_LEVEL and e.get("operator") == "In"
-        ]
-        if not found or not isinstance(found[0], list):
-            return ()  # a term that allows other hosts: not pinned
-        hosts += [h for h in found[0] if isinstance(h, str) and h not in hosts]
-    return tuple(hosts)
-
-
-def workload_items(workloads: Any) -> list[tuple[str, Any]]:
-    """(path, item): a List's items, a JSON array's elements, or one Workload (an object with no
-    `items`, of kind Workload or of no kind)."""
-    return _items_of(workloads, "Workload", "kubectl get workloads -A -o json")
 
 
 def job_hosts(w: Workload) -> dict[str, int] | None:

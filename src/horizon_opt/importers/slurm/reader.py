@@ -1,6 +1,7 @@
 """Slurm's JSON payloads (`squeue --json`, `sacct --json`) as pydantic models, every problem
 named by its JSON path from pydantic's error locations (`squeue.json: jobs[3].time_limit:
-expected minutes, got 'x'`), as the instance file's are.
+expected minutes, got 'x'`), as the instance file's are; importers/payload_model.py is the
+core it shares with Kueue's reader.
 
 Slurm's data_parser writes numbers three ways: v0.0.40 and later wrap them as `{"set": true,
 "infinite": false, "number": N}`; v0.0.39 wraps some and writes others plain; v0.0.38 and earlier
@@ -16,7 +17,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -26,14 +27,12 @@ from pydantic import (
     GetPydanticSchema,
     PlainValidator,
     PrivateAttr,
-    ValidationError,
     field_validator,
     model_validator,
 )
 from pydantic_core import core_schema
 
-from horizon_opt.errors import InputError
-from horizon_opt.io import validation_located
+from horizon_opt.importers.payload_model import read_payload
 from horizon_opt.model.spec import show
 
 __all__ = [
@@ -333,17 +332,6 @@ class SqueuePayload(SlurmPayload):
         for k, job in enumerate(self.jobs):
             job._index = k
         return self
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def read_payload(model: type[M], payload: Any, source: str) -> M:
-    """`payload` as `model`; InputError lists every problem, `<source>: <JSON path>: ...`."""
-    try:
-        return model.model_validate(payload)
-    except ValidationError as exc:
-        raise InputError([f"{source}: {p}" for p in validation_located(exc)]) from None
 
 
 def base_state(states: Iterable[str]) -> str:
