@@ -88,8 +88,8 @@ VARIANTS: dict[str, Variant] = {
     "cpsat-expect@event (value order)": Variant("cpsat-expect@event", {"end_order": "value"}),
     "cpsat-expect@event (priority order)": Variant("cpsat-expect@event", {"end_order": "priority"}),
     "cpsat-expect@event (no fill)": Variant("cpsat-expect@event", {"fill_gaps": False}),
-    "cpsat-expect@event (no pool shift)": Variant("cpsat-expect@event", {"shift_pools": False}),
-    "cpsat@event (no pool shift)": Variant("cpsat@event", {"shift_pools": False}),
+    "cpsat-expect@event (pool shift)": Variant("cpsat-expect@event", {"shift_pools": True}),
+    "cpsat@event (pool shift)": Variant("cpsat@event", {"shift_pools": True}),
     "cpsat-expect@event (inference at its peak)": Variant("cpsat-expect@event", at_peak=True),
     "backfill-expect (inference at its peak)": Variant("backfill-expect", at_peak=True),
     **{

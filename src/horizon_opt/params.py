@@ -60,9 +60,11 @@ class SearchParams:
     left_shift: bool = True
     """Start every job as early as the plan's other jobs let it, on its pool (`compact.py`):
     the same pwo, shorter waits."""
-    shift_pools: bool = True
+    shift_pools: bool = False
     """In the compaction, a job may move to another of its pools where it starts earlier and
-    still ends no later (a slower pool left idle takes work that would wait for a faster one)."""
+    still ends no later (a slower pool left idle takes work that would wait for a faster one).
+    Off: in the loop benchmarks it gained on some instances and lost more on a busy one, where
+    the slower pool's longer runs cost capacity that later work needed (benchmarks/README)."""
     fill_gaps: bool = True
     """After the compaction, place the jobs the plan leaves out where they fit and end on time
     (`compact.fill_gaps`)."""
