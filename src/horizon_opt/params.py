@@ -63,8 +63,8 @@ class SearchParams:
     shift_pools: bool = False
     """In the compaction, a job may move to another of its pools where it starts earlier and
     still ends no later (a slower pool left idle takes work that would wait for a faster one).
-    Off: in the loop benchmarks it gained on some instances and lost more on a busy one, where
-    the slower pool's longer runs cost capacity that later work needed (benchmarks/README)."""
+    Off: in the loop benchmarks it gained on some instances and lost more on the busiest one
+    (benchmarks/README, "Starting work on another pool")."""
     fill_gaps: bool = True
     """After the compaction, place the jobs the plan leaves out where they fit and end on time
     (`compact.fill_gaps`)."""
