@@ -91,6 +91,11 @@ VARIANTS: dict[str, Variant] = {
     "cpsat-expect@event (pool shift)": Variant("cpsat-expect@event", {"shift_pools": True}),
     "cpsat@event (pool shift)": Variant("cpsat@event", {"shift_pools": True}),
     "cpsat-expect@event (inference at its peak)": Variant("cpsat-expect@event", at_peak=True),
+    **{
+        f"cpsat-expect@event (keep promises {w:g})": Variant("cpsat-expect@event", keep=w)
+        for w in (0.1, 0.5)
+    },
+    "cpsat-expect@event (freeze 1h)": Variant("cpsat-expect@event/1h"),
     "backfill-expect (inference at its peak)": Variant("backfill-expect", at_peak=True),
     **{
         f"{name} (headroom {h:g})": Variant(name, headroom=h)
