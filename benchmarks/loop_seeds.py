@@ -53,6 +53,7 @@ class Variant(NamedTuple):
     keep: float = 0.0  # weight of a held promise
     at_peak: bool = False  # planners see every service's demand at its peak all day
     headroom: float = 0.0  # planners reserve inference this share above the forecast too
+    due: float | None = None  # a deadline counts as met when this quantile of run times meets it
 
 
 VARIANTS: dict[str, Variant] = {
@@ -96,6 +97,13 @@ VARIANTS: dict[str, Variant] = {
         for w in (0.1, 0.5)
     },
     "cpsat-expect@event (freeze 1h)": Variant("cpsat-expect@event/1h"),
+    **{
+        f"cpsat-expect@event (deadlines at P{q * 100:g})": Variant("cpsat-expect@event", due=q)
+        for q in (0.75, 0.9)
+    },
+    "cpsat-expect@event (keep promises 0.5, deadlines at P90)": Variant(
+        "cpsat-expect@event", keep=0.5, due=0.9
+    ),
     "backfill-expect (inference at its peak)": Variant("backfill-expect", at_peak=True),
     **{
         f"{name} (headroom {h:g})": Variant(name, headroom=h)
@@ -156,6 +164,7 @@ def run(
             slot_minutes=inst.slot_minutes,
             keep_promises=v.keep,
         )
+        p = replace(p, due_quantile=v.due) if v.due is not None else p
         seen = at_peak(inst) if v.at_peak else inst  # (the world stays the one drawn)
         seen = with_headroom(seen, v.headroom) if v.headroom else seen
         row.update(_figures(label, replay(seen, drawn, p, options)))

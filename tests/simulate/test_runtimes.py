@@ -71,6 +71,19 @@ def test_a_bet_is_planned_on_its_prediction_at_a_discount() -> None:
     assert (told.jobs[0].durations, told.jobs[0].priority) == ({0: 4}, 1.0)
 
 
+def test_a_deadline_counts_as_met_when_the_due_quantile_of_the_run_times_meets_it() -> None:
+    """`long` (limit 4) with a deadline at slot 4, ratios 0.2, 0.4, 0.6, 0.8, 1.0 learned: its
+    median (0.6) plans it on 3 slots; the 0.9 quantile (0.92, 4 slots) is one slot more, so its
+    deadline moves one slot earlier, to 3; without a due quantile it stays at 4."""
+    due = {"id": "long", "priority": 1, "gpus": 2, "duration": 4, "deadline": 4}
+    inst = build({**TRIM, "jobs": [due]})
+    rt = learned(0.2, 0.4, 0.6, 0.8, 1.0)
+    told = Predicted(inst).told(rt, {}, predict={0}, discount=False, due_quantile=0.9)
+    assert (told.jobs[0].durations, told.jobs[0].deadline) == ({0: 3}, 3)
+    told = Predicted(inst).told(rt, {}, predict={0}, discount=False)
+    assert (told.jobs[0].durations, told.jobs[0].deadline) == ({0: 3}, 4)
+
+
 def test_the_forecast_is_trimmed_where_a_job_on_borrowed_time_holds_gpus() -> None:
     inst = build(TRIM)
     predicted = Predicted(inst)

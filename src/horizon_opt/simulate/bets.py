@@ -53,6 +53,7 @@ class RunTimeBets:
                 discount=False,
                 on_time_by_limit=self.policy.on_time_by_limit,
                 by_class=self.policy.risk,
+                due_quantile=self.policy.due_quantile,
             )
             return told, seen
         seen = {

@@ -80,6 +80,9 @@ class Policy:
     expect: float | None = None  # plan every job on this quantile of the run times seen so far
     # (`-pack`) ...but count a job on time only when its limit would end in time: no bets
     on_time_by_limit: bool = False
+    # (`-expect`) ...but count a job with a deadline on time only when this quantile of the run
+    # times seen so far ends by it; None: when its learned run time does
+    due_quantile: float | None = None
     # (`-risk`) ...learning run times and completions per gang class, each job's value times
     # its class's share of completed runs
     risk: bool = False

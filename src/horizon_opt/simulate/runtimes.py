@@ -61,15 +61,17 @@ class RunTimes:
             self.by_class.setdefault(klass, []).append(ratio)
             self.completed[klass] = self.completed.get(klass, 0) + completed
 
-    def ratio(self, klass: str = "") -> float:
-        """The `quantile` of the ratios of class `klass` (of all runs while fewer than
-        `min_runs` of it have ended; 1.0, the limit, before `min_runs` runs have ended)."""
+    def ratio(self, klass: str = "", quantile: float | None = None) -> float:
+        """The `quantile` (this one's own unless given) of the ratios of class `klass` (of all
+        runs while fewer than `min_runs` of it have ended; 1.0, the limit, before `min_runs`
+        runs have ended)."""
+        q = self.quantile if quantile is None else quantile
         own = self.by_class.get(klass, [])
         if len(own) >= self.min_runs:
-            return float(np.quantile(own, self.quantile))
+            return float(np.quantile(own, q))
         if len(self.ratios) < self.min_runs:
             return 1.0
-        return float(np.quantile(self.ratios, self.quantile))
+        return float(np.quantile(self.ratios, q))
 
     def success(self, klass: str) -> float:
         """The share of class `klass`'s ended runs that completed (1.0 before `min_runs` of them
@@ -112,16 +114,21 @@ class Predicted:
         discount: bool = True,
         on_time_by_limit: bool = False,
         by_class: bool = False,
+        due_quantile: float | None = None,
     ) -> Instance:
         """The instance whose states the planner sees: the `predict` jobs on their predicted
         run times (with their priority discounted for the bet, if `discount`; with their due
         slot moved earlier by what their limit adds to the prediction, if `on_time_by_limit`,
-        so that a plan counts a job on time only when its limit would end in time; with
-        `by_class`, on its gang class's run times and with its priority times that class's
-        success share), every other job on its limit, given the running jobs' believed ends."""
+        so that a plan counts a job on time only when its limit would end in time; with a
+        deadline moved earlier by what the `due_quantile` of the run times adds to the
+        prediction, if given, so that a plan counts a job on time only when it ends in time
+        that often; with `by_class`, on its gang class's run times and with its priority times
+        that class's success share), every other job on its limit, given the running jobs'
+        believed ends."""
         trimmed = self.trim(running)
         classes = ("single", "gang") if by_class else ("",)
         ratios = {k: runtimes.ratio(k) for k in classes}
+        safe = {k: runtimes.ratio(k, due_quantile) for k in classes} if due_quantile else ratios
         odds = {k: runtimes.success(k) if by_class else 1.0 for k in classes}
         share = runtimes.quantile if discount else 1.0
         key = (
@@ -130,6 +137,7 @@ class Predicted:
             share,
             frozenset(predict),
             on_time_by_limit,
+            tuple(safe.values()),
         )
         if self.cache is not None and self.cache[0] == key and not trimmed:
             return self.cache[1]
@@ -155,6 +163,12 @@ class Predicted:
                 slack = max(job.durations[p] - d for p, d in predicted.items())
                 due = inst.slots if job.deadline is None else job.deadline
                 update["deadline"] = max(job.release, due - slack)
+            elif job.deadline is not None and safe[klass] > ratio:
+                slack = max(
+                    math.ceil(safe[klass] * d - 1e-9) - predicted[p]
+                    for p, d in job.durations.items()
+                )
+                update["deadline"] = max(job.release, job.deadline - max(slack, 0))
             jobs.append(job_spec.model_copy(update=update))
         spec = inst.spec.model_copy(update={"jobs": jobs})
         told = compile_instance(spec, {k: v.tolist() for k, v in self.demand.items()})
