@@ -101,7 +101,7 @@ VARIANTS: dict[str, Variant] = {
         f"cpsat-expect@event (deadlines at P{q * 100:g})": Variant("cpsat-expect@event", due=q)
         for q in (0.75, 0.9)
     },
-    "cpsat-expect@event (keep promises 0.5, deadlines at P90)": Variant(
+    "cpsat-expect@event (keep promises 0.5 and deadlines at P90)": Variant(
         "cpsat-expect@event", keep=0.5, due=0.9
     ),
     "backfill-expect (inference at its peak)": Variant("backfill-expect", at_peak=True),
