@@ -205,7 +205,7 @@ def report(
         f"From `{command}`.",
         "",
         f"cpsat one worker, {args.seconds:g} s per plan (repeatable); {args.world} world, "
-        f"world seeds 0-{args.seeds - 1} x solver seeds {_seeds(args.solver_seeds)}; {figure} "
+        f"world seeds {args.first_seed}-{args.first_seed + args.seeds - 1} x solver seeds {_seeds(args.solver_seeds)}; {figure} "
         f"against {peer_name} in the same world.",
         "",
         "| variant | median | median, 95% interval | mean | worst | pairs above the peer "
@@ -263,7 +263,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--instance", default="instances/demo.yaml", help="relative to the checkout")
     ap.add_argument("--seconds", type=float, default=5.0)
-    ap.add_argument("--seeds", type=int, default=10, help="world seeds 0..N-1")
+    ap.add_argument("--seeds", type=int, default=10, help="how many world seeds")
+    ap.add_argument("--first-seed", type=int, default=0, help="the first world seed")
     ap.add_argument("--solver-seeds", type=int, default=1, help="solver seeds 0..K-1")
     ap.add_argument("--world", choices=WORLDS, default="cluster")
     ap.add_argument("--figure", choices=("realized", "window"), default="realized")
@@ -276,7 +277,11 @@ def main() -> None:
     unknown = [v for v in labels if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
-    pairs = [(w, k) for w in range(args.seeds) for k in range(args.solver_seeds)]
+    pairs = [
+        (w, k)
+        for w in range(args.first_seed, args.first_seed + args.seeds)
+        for k in range(args.solver_seeds)
+    ]
     n = len(pairs)
     with ProcessPoolExecutor(args.jobs) as pool:
         rows = list(
