@@ -30,23 +30,37 @@ def test_a_start_moves_to_gpus_the_plan_leaves_free_for_its_whole_run() -> None:
     reserved[1, 3:5] = 2
     taken = np.array([6, 0])
     planned = [(4, 7, {1: (0, 1)})]
-    got = reseat(inst, 0, Gang(1, 4, False), (2, 5), taken, {}, reserved, planned)
+    room = inst.capacity - reserved
+    got = reseat(inst, 0, Gang(1, 4, False), (2, 5), taken, {}, room, planned)
     assert got == {1: (2, 3, 4, 5)}
     # Six GPUs do not fit (room 4 at slot 4), nor four once a running job holds 2 more.
-    assert reseat(inst, 0, Gang(1, 6, False), (2, 5), taken, {}, reserved, planned) is None
+    assert reseat(inst, 0, Gang(1, 6, False), (2, 5), taken, {}, room, planned) is None
     held = {1: {2, 3}}
-    assert (
-        reseat(inst, 0, Gang(1, 4, False), (2, 5), np.array([6, 2]), held, reserved, planned)
-        is None
-    )
+    assert reseat(inst, 0, Gang(1, 4, False), (2, 5), np.array([6, 2]), held, room, planned) is None
 
 
 def test_a_planned_job_that_ends_before_the_run_starts_is_no_obstacle() -> None:
     inst = _instance()
-    none = np.zeros_like(inst.capacity)
+    room = inst.capacity.copy()
     planned = [(0, 2, {0: tuple(range(8))}), (5, 8, {1: tuple(range(8))})]
-    got = reseat(inst, 0, Gang(2, 8, True), (2, 5), np.array([0, 0]), {}, none, planned)
+    got = reseat(inst, 0, Gang(2, 8, True), (2, 5), np.array([0, 0]), {}, room, planned)
     assert got == {0: tuple(range(8)), 1: tuple(range(8))}
+
+
+def test_a_run_past_the_horizon_fits_only_where_the_plan_leaves_room_there() -> None:
+    # The plan reaches 4 slots past the 8 replayed: its inference takes 6 GPUs of node 0 at
+    # slot 9 and all of node 1 at slot 10. A 4-GPU run over [6, 10) fits on node 1 only; over
+    # [6, 11) nowhere; over [6, 13), past the plan's horizon, nowhere however free.
+    inst = _instance()
+    room = np.full((2, 12), 8)
+    room[0, 9] = 2
+    room[1, 10] = 0
+    assert reseat(inst, 0, Gang(1, 4, False), (6, 10), np.array([0, 0]), {}, room, []) == {
+        1: (0, 1, 2, 3)
+    }
+    assert reseat(inst, 0, Gang(1, 4, False), (6, 11), np.array([0, 0]), {}, room, []) is None
+    free = np.full((2, 12), 8)
+    assert reseat(inst, 0, Gang(1, 4, False), (6, 13), np.array([0, 0]), {}, free, []) is None
 
 
 def test_replicas_above_the_forecast_leave_a_starting_gang_its_gpus() -> None:

@@ -64,17 +64,19 @@ def reseat(
     run: tuple[int, int],
     taken_now: IntArray,
     held: Mapping[int, set[int]],
-    reserved: IntArray,
+    batch_room: IntArray,
     planned: Iterable[tuple[int, int, Gpus]],
 ) -> Gpus | None:
     """GPUs of `pool` where `gang` fits over `run` (start, planned end), or None.
 
     `taken_now` [N]: GPUs in use at the start (running jobs and inference beyond the plan's
     reservation), kept taken for the whole run; `held`: which GPUs the running jobs hold;
-    `reserved` [N, S]: the plan's inference reservation; `planned`: the plan's other starts
-    (start, end, GPUs) not yet made."""
-    start, end = run
-    stop = min(end, instance.slots)
+    `batch_room` [N, plan's slots]: the GPUs the plan's inference leaves to batch work, past
+    the replayed horizon too (a run that ends past the plan's horizon fits nowhere);
+    `planned`: the plan's other starts (start, end, GPUs) not yet made."""
+    start, stop = run
+    if stop > batch_room.shape[1]:
+        return None
     nodes = instance.pools[pool].node_range
     busy = np.zeros((instance.num_nodes, max(stop - start, 1)), dtype=np.int64)
     named: dict[int, set[int]] = {n: set(g) for n, g in held.items()}
@@ -86,12 +88,7 @@ def reseat(
             named.setdefault(n, set()).update(g)
     chosen: Gpus = {}
     for n in nodes:
-        room = (
-            instance.capacity[n, start:stop]
-            - reserved[n, start:stop]
-            - busy[n, : stop - start]
-            - taken_now[n]
-        )
+        room = batch_room[n, start:stop] - busy[n, : stop - start] - taken_now[n]
         if room.size == 0 or int(room.min()) < gang.gpus_per_node:
             continue
         free = [g for g in range(int(instance.capacity[n, start])) if g not in named.get(n, ())]

@@ -392,7 +392,8 @@ class _Replayer:
         for pool, end in self.seats_to_try(j, t):
             gang = self.inst.jobs[j].gangs[pool]
             run = (t, end)
-            gpus = reseat(self.inst, pool, gang, run, taken, held, self.serving.reserved, others)
+            room = self.serving.batch_room
+            gpus = reseat(self.inst, pool, gang, run, taken, held, room, others)
             if gpus is not None:
                 return pool, gpus, end
         return None

@@ -31,12 +31,15 @@ class Serving:
         self.layout_replicas: tuple[IntArray, ...] = ()
         self.replicas: dict[int, IntArray] = {}  # service -> [S] reserved replicas
         self.reserved: IntArray = np.zeros((instance.num_nodes, instance.slots), dtype=np.int64)
+        # what the plan's inference leaves to batch work, [N, the plan's slots]
+        self.batch_room: IntArray = instance.capacity.astype(np.int64)
         self.extra: IntArray = np.zeros(instance.num_nodes, dtype=np.int64)  # at this slot
 
     def adopt(self, layout: Layout) -> None:
         """Take a plan's inference layout (it may reach past the replayed horizon)."""
         inst = self.inst
         self.reserved = inst.capacity - layout.free[:, : inst.slots]
+        self.batch_room = layout.free
         self.layout_replicas = layout.replicas
         self.replicas = {s.index: layout.replicas[s.index].sum(axis=0) for s in inst.services}
 
