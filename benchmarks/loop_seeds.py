@@ -205,7 +205,8 @@ def report(
         f"From `{command}`.",
         "",
         f"cpsat one worker, {args.seconds:g} s per plan (repeatable); {args.world} world, "
-        f"world seeds {args.first_seed}-{args.first_seed + args.seeds - 1} x solver seeds {_seeds(args.solver_seeds)}; {figure} "
+        f"world seeds {args.first_seed}-{args.first_seed + args.seeds - 1} x solver seeds "
+        f"{_seeds(args.solver_seeds)}; {figure} "
         f"against {peer_name} in the same world.",
         "",
         "| variant | median | median, 95% interval | mean | worst | pairs above the peer "

@@ -388,11 +388,10 @@ class _Replayer:
         plan leaves free for its planned run on its planned pool or, failing that, on another
         of its pools for as long a run there (`simulate.dispatch`); None when none is free."""
         others = self.planned.others(j, t, self.live.running.keys() | self.gone)
-        taken = used + self.serving.extra
+        taken, room = used + self.serving.extra, self.serving.batch_room
         for pool, end in self.seats_to_try(j, t):
             gang = self.inst.jobs[j].gangs[pool]
             run = (t, end)
-            room = self.serving.batch_room
             gpus = reseat(self.inst, pool, gang, run, taken, held, room, others)
             if gpus is not None:
                 return pool, gpus, end

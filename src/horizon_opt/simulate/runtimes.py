@@ -168,7 +168,7 @@ class Predicted:
                     math.ceil(safe[klass] * d - 1e-9) - predicted[p]
                     for p, d in job.durations.items()
                 )
-                update["deadline"] = max(job.release, job.deadline - max(slack, 0))
+                update["deadline"] = max(job.release, job.deadline - slack)
             jobs.append(job_spec.model_copy(update=update))
         spec = inst.spec.model_copy(update={"jobs": jobs})
         told = compile_instance(spec, {k: v.tolist() for k, v in self.demand.items()})
