@@ -3,7 +3,8 @@
 Each variant changes some of `SearchParams` (`name=value,...`; `base` changes none) and solves
 every instance with one worker on CP-SAT's deterministic budget (`repeatable`), so two variants
 differ by their parameters, not by the machine's load. Every plan goes through the checker.
-Reports each variant's pwo against the base per instance, and the median.
+Reports each variant's pwo against the base per instance, and the median. `--workers 2` (and
+`--seeds`) measures the parallel search instead, on the wall clock: then run one job at a time.
 
     .venv/bin/python benchmarks/search_ablation.py --jobs 2 \\
         --variant short:subproblem_seconds=0.2 --variant long:subproblem_seconds=0.8 \\
@@ -43,14 +44,16 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
     return label, changed
 
 
-def solve(path: str, changed: dict[str, Any], seconds: float) -> tuple[float, float | None]:
-    """(pwo, bound) of one repeatable cpsat solve with the parameters changed."""
+def solve(
+    path: str, changed: dict[str, Any], seconds: float, workers: int, seed: int
+) -> tuple[float, float | None]:
+    """(pwo, bound) of one cpsat solve with the parameters changed (repeatable on one worker)."""
     inst = ho.load_instance(HERE.parent / path)
     options = ho.SolveOptions(
         time_limit=seconds,
-        workers=1,
-        seed=0,
-        repeatable=True,
+        workers=workers,
+        seed=seed,
+        repeatable=workers == 1,
         params=replace(SearchParams(), **changed),
     )
     plan = ho.solve(inst, "cpsat", options)
@@ -59,15 +62,22 @@ def solve(path: str, changed: dict[str, Any], seconds: float) -> tuple[float, fl
     return plan.objective, plan.bound
 
 
-def report(rows: dict[str, list[tuple[float, float | None]]], seconds: float, command: str) -> str:
+def report(
+    rows: dict[str, list[tuple[float, float | None]]],
+    names: list[str],
+    seconds: float,
+    workers: int,
+    command: str,
+) -> str:
     base = rows["base"]
-    names = [Path(p).stem for p in INSTANCES]
     lines = [
         "# cpsat search parameters, paired",
         "",
         f"From `{command}`.",
         "",
-        f"cpsat one worker, {seconds:g} s, repeatable; pwo against `base` (the defaults).",
+        f"cpsat, {workers} worker(s), {seconds:g} s"
+        + (", repeatable" if workers == 1 else "")
+        + "; pwo against `base` (the defaults).",
         "",
         "| variant | median | " + " | ".join(names) + " |",
         "| --- | ---: |" + " ---: |" * len(names),
@@ -84,18 +94,24 @@ def main() -> None:
     ap.add_argument("--variant", action="append", default=[], help="label:name=value,...")
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--instances", nargs="+", default=list(INSTANCES), help="paths from the root")
+    ap.add_argument("--workers", type=int, default=1, help="CP-SAT workers (1: repeatable)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="solver seeds")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     variants: list[tuple[str, dict[str, Any]]] = [("base", {})]
     variants += [parse_variant(v) for v in args.variant]
-    tasks = [(label, changed, path) for label, changed in variants for path in INSTANCES]
+    runs = [(path, seed) for path in args.instances for seed in args.seeds]
+    tasks = [(label, changed, run) for label, changed in variants for run in runs]
     with ProcessPoolExecutor(args.jobs) as pool:
         done = list(
             pool.map(
                 solve,
-                [t[2] for t in tasks],
+                [t[2][0] for t in tasks],
                 [t[1] for t in tasks],
                 [args.seconds] * len(tasks),
+                [args.workers] * len(tasks),
+                [t[2][1] for t in tasks],
             )
         )
     rows: dict[str, list[tuple[float, float | None]]] = {}
@@ -104,7 +120,8 @@ def main() -> None:
     command = ".venv/bin/python benchmarks/search_ablation.py " + " ".join(
         shlex.quote(a) for a in sys.argv[1:]
     )
-    text = report(rows, args.seconds, command)
+    names = [f"{Path(path).stem} s{seed}" for path, seed in runs]
+    text = report(rows, names, args.seconds, args.workers, command)
     if args.out is not None:
         args.out.write_text(text)
     print(text)

@@ -69,7 +69,7 @@ class PoolBound:
 
 
 @dataclass
-class _Vars:
+class PoolVars:
     """The model's variables, per job and per (job, pool)."""
 
     start: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
@@ -85,7 +85,7 @@ class _Vars:
 class PoolModel:
     model: cp_model.CpModel
     scale: float  # objective units per unit of pwo
-    vars: _Vars
+    vars: PoolVars
 
 
 def objective_scale(values: list[float]) -> float:
@@ -159,10 +159,10 @@ def fitting_starts(instance: Instance) -> dict[tuple[int, int], list[int]]:
 
 def add_runs(
     model: cp_model.CpModel, instance: Instance, starts: Mapping[tuple[int, int], list[int]]
-) -> _Vars:
+) -> PoolVars:
     """One optional interval per (job, pool) over the starts where it fits alone; a job runs on
     at most one pool, and its job-level start and end are those of the run it makes."""
-    v = _Vars()
+    v = PoolVars()
     S = instance.slots
     for job in instance.jobs:
         j = job.index
@@ -209,7 +209,7 @@ def add_capacity(
     model.add_cumulative([i for i, _ in items], [d for _, d in items], peak)
 
 
-def add_pool_capacities(model: cp_model.CpModel, instance: Instance, v: _Vars) -> None:
+def add_pool_capacities(model: cp_model.CpModel, instance: Instance, v: PoolVars) -> None:
     """Per pool: GPUs within the free GPUs, and whole-node gangs' nodes within the whole nodes."""
     free, whole = pool_free_gpus(instance), whole_free_nodes(instance)
     for pool in instance.pools:
@@ -226,7 +226,7 @@ def add_pool_capacities(model: cp_model.CpModel, instance: Instance, v: _Vars) -
         add_capacity(model, nodes, whole[p])
 
 
-def add_team_limits(model: cp_model.CpModel, instance: Instance, v: _Vars) -> None:
+def add_team_limits(model: cp_model.CpModel, instance: Instance, v: PoolVars) -> None:
     """Per team and pool with a limit: its runs there, placed ones included, within the GPUs it
     may hold (`limits.limit_caps`; quotas are left out, see `limits.py`)."""
     caps = limit_caps(instance)
@@ -240,7 +240,7 @@ def add_team_limits(model: cp_model.CpModel, instance: Instance, v: _Vars) -> No
             add_capacity(model, runs, cap)
 
 
-def add_dependencies(model: cp_model.CpModel, instance: Instance, v: _Vars) -> None:
+def add_dependencies(model: cp_model.CpModel, instance: Instance, v: PoolVars) -> None:
     """A job runs only when each job it runs after runs too, and starts after that one ends."""
     for job in instance.jobs:
         s = job.index
@@ -255,7 +255,7 @@ def add_dependencies(model: cp_model.CpModel, instance: Instance, v: _Vars) -> N
                     model.add(v.start[s, p] >= v.job_end[q]).only_enforce_if(v.present[s, p])
 
 
-def add_objective(model: cp_model.CpModel, instance: Instance, v: _Vars, scale: float) -> None:
+def add_objective(model: cp_model.CpModel, instance: Instance, v: PoolVars, scale: float) -> None:
     """Maximize the value of the jobs that run and end on time, plus kept promises' bonuses."""
     terms: list[cp_model.LinearExprT] = []
     for job in instance.jobs:

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from horizon_opt.model.instance import Instance, IntArray, topological_order
-from horizon_opt.model.teams import quota_profile
+from horizon_opt.model.teams import pinned_jobs, quota_profile
 from horizon_opt.plans.inference import Layout, plan_layout
 from horizon_opt.plans.plan import Plan, Status
 from horizon_opt.plans.tolerance import reaches
@@ -87,7 +87,7 @@ class _Usage:
 def keep_quotas(instance: Instance, placements: list[Placement], layout: Layout) -> list[Placement]:
     """The placements with no job kept out of its team's quota (see the module)."""
     placed = {p.job: p for p in placements}
-    pinned = _pinned(instance)
+    pinned = pinned_jobs(instance)
     usage = _Usage(instance, layout, placed, pinned)
     order = sorted(range(len(instance.jobs)), key=lambda j: -instance.jobs[j].value)
     budget = MOVES_PER_JOB * len(instance.jobs)  # rounds that place jobs again
@@ -153,18 +153,6 @@ def _kept_out(
             if free < job.gpus <= free + usage.reclaimable(job.team, p, t):
                 return j, p
     return None
-
-
-def _pinned(instance: Instance) -> set[int]:
-    """Jobs that a placed job runs after (transitively): they cannot leave."""
-    out: set[int] = set()
-    stack = [q for j in instance.jobs if j.placed is not None for q in j.after]
-    while stack:
-        q = stack.pop()
-        if q not in out:
-            out.add(q)
-            stack.extend(instance.jobs[q].after)
-    return out
 
 
 def borrower_order(

@@ -1,13 +1,16 @@
-"""cpsat with teams' quotas: search within the quotas, then borrow what is idle.
+"""cpsat with teams' quotas: search within the quotas, then let teams borrow where rule 9 allows.
 
-The search knows nothing of FORMAT.md's rule 9 (no job waits within its team's quota while
-others' borrowing holds its GPUs), and the reclaim that keeps the rule (`reclaim.py`) can tear a
-plan built on borrowing apart. So with quotas cpsat searches the instance with each team's limit
-lowered to its quota (0 on a pool where it has none): no team borrows, so no job is ever kept
-out. Then each idle window is filled with borrowing work (`compact.fill_gaps`, under the real
-limits), and the reclaim keeps whatever that filling broke. Greedy's, fifo's and backfill's
-plans, reclaimed the same way, are the fallbacks when worth more (so cpsat is never below any
-of them: backfill, the baseline, gains from borrowing that the search within quotas forgoes).
+The node-level search knows nothing of FORMAT.md's rule 9 (no job waits within its team's quota
+while others' borrowing holds its GPUs), and the reclaim that keeps the rule (`reclaim.py`) can
+tear a plan built on borrowing apart. So with quotas cpsat first searches the instance with each
+team's limit lowered to its quota (0 on a pool where it has none): no team borrows, so no job is
+ever kept out. Each idle window of that plan is filled with borrowing work (`compact.fill_gaps`,
+under the real limits), and the reclaim keeps whatever that filling broke. Greedy's, fifo's and
+backfill's plans, reclaimed the same way, are the fallbacks when worth more (so cpsat is never
+below any of them). The rest of the time goes to the pool-level model with rule 9 written in
+(`quota_model.py`), started from the best of those: it lets a gang larger than its team's quota
+run on what the others leave idle, where the search within quotas never could. It runs with
+two or more workers only: on one, CP-SAT's search of it rarely improves on its start.
 
 The bound: the LP, MIP and pool-level models relax the instance as written (`search` is given
 it for its bounds), with its real limits and without quotas, so they hold for every valid plan;
@@ -29,6 +32,7 @@ from horizon_opt.relaxation import proven_bound
 from horizon_opt.solvers.assemble import build_plan
 from horizon_opt.solvers.backfill import solve as backfill_plan
 from horizon_opt.solvers.compact import fill_gaps
+from horizon_opt.solvers.cpsat import quota_model
 from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.fifo import fifo_placements
 from horizon_opt.solvers.greedy import greedy_placements
@@ -51,10 +55,16 @@ def within_quotas(instance: Instance) -> Instance:
 def quota_first(
     instance: Instance, options: SolveOptions, search: Callable[[Instance, SolveOptions], Plan]
 ) -> Plan:
-    """The plan of `search` within the quotas, filled with borrowing and reclaimed (see the
-    module); greedy's or fifo's when worth more."""
+    """The plan of `search` within the quotas, filled with borrowing and reclaimed, or a
+    fallback's when worth more; then the model with rule 9's, when worth more (see the module)."""
     started = time.perf_counter()
-    plan = search(within_quotas(instance), options)
+    # (on one worker CP-SAT's search of that model rarely improves on its start: all to the search)
+    use_model = options.workers > 1 and quota_model.fits(instance)
+    share = options.params.quota_model_share if use_model else 0.0
+    rule_model = share > 0
+    plan = search(
+        within_quotas(instance), replace(options, time_limit=(1 - share) * options.time_limit)
+    )
     placements, layout = solver_placements(instance, plan)
     elastic, static = elastic_layout(instance), static_peak_layout(instance)
     candidates = [
@@ -64,6 +74,11 @@ def quota_first(
         solver_placements(instance, backfill_plan(instance, options)),
     ]
     chosen, layout = best_with_quotas(instance, candidates)
+    if rule_model:
+        hint = {p.job: (p.pool, p.start) for p in chosen}
+        borrowing = quota_model.quota_plan(instance, options, share * options.time_limit, hint)
+        if borrowing is not None:
+            chosen, layout = best_with_quotas(instance, [(chosen, layout), borrowing])
     bound, source = plan.bound, plan.bound_source
     if bound is not None and source == "node-cpsat":
         seconds = max(1.0, RELAXED_BOUND_SHARE * options.time_limit)

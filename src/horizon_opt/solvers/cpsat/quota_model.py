@@ -1,0 +1,263 @@
+"""Plans that borrow and keep teams' quotas by construction: the pool-level model with rule 9.
+
+The search within quotas (`quotas.py`) never lets a team borrow, so a gang larger than its
+team's quota never runs; a plan that borrows freely is torn apart by the reclaim. This model
+lets teams borrow and writes FORMAT.md's rule 9 as constraints over the pool-level model
+(`relaxation.pool_model`): per job, pool and slot where the job could wait within its team's
+quota, it must not be kept out, that is, not (waiting, `used + gpus <= quota`, `free < gpus` and
+`free + B >= gpus`). Each of the four is a literal that must be true when its condition holds;
+`free` counts the required replicas only, and the runs are then packed on nodes with the
+replicas decided at exactly `req` (`exact.pack_subproblem`'s model), so the free GPUs rule 9
+reads in the packed plan are the model's.
+
+It is not a relaxation (a plan may hold more replicas than required, which the model does not
+allow): its objective bounds nothing, and only its packed plan counts, which the reclaim then
+checks like every other candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from horizon_opt.model.instance import Instance
+from horizon_opt.model.teams import pinned_jobs, quota_profile
+from horizon_opt.plans.inference import Layout, elastic_layout
+from horizon_opt.relaxation.columns import pool_free_gpus
+from horizon_opt.relaxation.pool_model import PoolVars, build_pool_model, run_length
+from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.cpsat.model import (
+    NodeModel,
+    Subproblem,
+    end_weights,
+    room_beside,
+    value_scale,
+)
+from horizon_opt.solvers.options import SolveOptions
+
+MAX_TERMS = 200_000  # (job, pool, slot) triples: beyond, the model is too big to pay in a solve
+PACK_SHARE = 0.2  # of the time given, kept to pack the model's runs on nodes
+
+Expr = cp_model.LinearExpr | int
+
+
+def fits(instance: Instance) -> bool:
+    """The rule's literals stay within `MAX_TERMS` (and the instance is a whole one: a residual
+    instance's held GPUs belong to no team the rule could read)."""
+    terms = sum(len(j.durations) for j in instance.jobs) * (instance.slots - instance.now)
+    return instance.held is None and instance.team_held is None and terms <= MAX_TERMS
+
+
+class _Started:
+    """Literals `started[j, p, t]`: job j runs on pool p and starts at or before slot t."""
+
+    def __init__(self, model: cp_model.CpModel, v: PoolVars) -> None:
+        self.model, self.v = model, v
+        self.span = {key: _span(var) for key, var in v.start.items()}
+        self.cache: dict[tuple[int, int, int], cp_model.IntVar] = {}
+
+    def at(self, j: int, p: int, t: int) -> Expr:
+        if (j, p) not in self.v.start:
+            return 0
+        lo, hi = self.span[j, p]
+        if t < lo:
+            return 0
+        if t >= hi:
+            return self.v.present[j, p]
+        if (j, p, t) not in self.cache:
+            b, present, start = (
+                self.model.new_bool_var(""),
+                self.v.present[j, p],
+                self.v.start[j, p],
+            )
+            self.model.add_implication(b, present)
+            self.model.add(start <= t).only_enforce_if(b)
+            self.model.add(start >= t + 1).only_enforce_if([present, ~b])
+            self.cache[j, p, t] = b
+        return self.cache[j, p, t]
+
+    def running(self, instance: Instance, j: int, p: int, t: int) -> Expr:
+        return self.at(j, p, t) - self.at(j, p, t - run_length(instance.jobs[j], p))
+
+
+def _span(var: cp_model.IntVar) -> tuple[int, int]:
+    domain = list(var.proto.domain)  # (the proto's repeated field has no negative index)
+    return int(domain[0]), int(domain[-1])
+
+
+@dataclass
+class _Use:
+    """Per (team, pool, slot) the GPUs a team holds (`used`) and those of its jobs that could
+    give them back (`movable`); per (pool, slot) the GPUs left free."""
+
+    used: dict[tuple[int, int, int], Expr]
+    movable: dict[tuple[int, int, int], Expr]
+    free: dict[tuple[int, int], Expr]
+
+
+def _use(model: cp_model.CpModel, instance: Instance, started: _Started) -> _Use:
+    pinned = pinned_jobs(instance)
+    capacity = np.floor(pool_free_gpus(instance) + 1e-9).astype(np.int64)
+    out = _Use({}, {}, {})
+    for p in range(len(instance.pools)):
+        on_pool = [j for (j, q) in started.v.start if q == p]
+        for t in range(instance.now, instance.slots):
+            held = {j: instance.jobs[j].gpus * started.running(instance, j, p, t) for j in on_pool}
+            out.free[p, t] = _named(model, int(capacity[p, t]) - sum(held.values()))
+            for team in range(len(instance.teams)):
+                mine = [j for j in on_pool if instance.jobs[j].team == team]
+                out.used[team, p, t] = _named(model, sum(held[j] for j in mine))
+                out.movable[team, p, t] = _named(
+                    model,
+                    sum(
+                        held[j] for j in mine if instance.jobs[j].placed is None and j not in pinned
+                    ),
+                )
+    return out
+
+
+def _named(model: cp_model.CpModel, expr: Expr) -> Expr:
+    """A sum as one integer variable, so that the rule's many constraints on it share it."""
+    if isinstance(expr, int):
+        return expr
+    top = 2**31
+    var = model.new_int_var(-top, top, "")
+    model.add(var == expr)
+    return var
+
+
+class _Borrowed:
+    """`B` of rule 9 per (team, pool, slot): what the other teams hold above their quotas there,
+    each at most what it could give back."""
+
+    def __init__(self, model: cp_model.CpModel, instance: Instance, use: _Use) -> None:
+        self.model, self.use = model, use
+        self.quota = quota_profile(instance.teams, len(instance.pools))
+        self.teams = len(instance.teams)
+        self.top = int(instance.node_gpus.sum())
+        self.given: dict[tuple[int, int, int], Expr] = {}
+
+    def others(self, team: int, p: int, t: int) -> Expr:
+        return sum(self._of(other, p, t) for other in range(self.teams) if other != team)
+
+    def _of(self, team: int, p: int, t: int) -> Expr:
+        if (team, p, t) not in self.given:
+            used, movable = self.use.used[team, p, t], self.use.movable[team, p, t]
+            if isinstance(used, int) and isinstance(movable, int):  # (no job of it can be there)
+                self.given[team, p, t] = min(max(used - int(self.quota[team, p]), 0), movable)
+                return self.given[team, p, t]
+            m, top = self.model, self.top
+            above, back = m.new_int_var(-top, top, ""), m.new_int_var(0, top, "")
+            over, could = m.new_int_var(0, top, ""), m.new_int_var(0, top, "")
+            m.add(above == used - int(self.quota[team, p]))
+            m.add_max_equality(over, [above, 0])
+            m.add(could == movable)
+            m.add_min_equality(back, [over, could])
+            self.given[team, p, t] = back
+        return self.given[team, p, t]
+
+
+def add_quota_rule(model: cp_model.CpModel, instance: Instance, v: PoolVars) -> None:
+    """Rule 9 over the pool-level model's runs (see the module)."""
+    started = _Started(model, v)
+    use = _use(model, instance, started)
+    borrowed = _Borrowed(model, instance, use)
+    quota = borrowed.quota
+    kept_out: dict[tuple[int, int, int, int], cp_model.IntVar] = {}
+
+    def kept(team: int, p: int, t: int, gpus: int) -> cp_model.IntVar:
+        """True whenever a job of `gpus` waiting there would be kept out."""
+        if (team, p, t, gpus) not in kept_out:
+            within, short, reach = (model.new_bool_var("") for _ in range(3))
+            free = use.free[p, t]
+            model.add(use.used[team, p, t] >= int(quota[team, p]) - gpus + 1).only_enforce_if(
+                ~within
+            )
+            model.add(free >= gpus).only_enforce_if(~short)
+            model.add(free + borrowed.others(team, p, t) <= gpus - 1).only_enforce_if(~reach)
+            lit = model.new_bool_var("")
+            model.add_bool_or([lit, ~within, ~short, ~reach])
+            kept_out[team, p, t, gpus] = lit
+        return kept_out[team, p, t, gpus]
+
+    for job in instance.jobs:
+        if job.team is None or job.placed is not None:
+            continue
+        if any(not any((q, p) in v.start for p in instance.jobs[q].durations) for q in job.after):
+            continue  # (a predecessor never runs: the job never waits)
+        for t in range(max(job.release, instance.now), instance.slots):
+            pools = [
+                p
+                for p, d in job.durations.items()
+                if t + d <= instance.slots and job.gpus <= quota[job.team, p]
+            ]
+            if not pools:
+                continue
+            waits = model.new_bool_var("")
+            ahead = sum(started.at(job.index, p, t) for p in job.durations)
+            unfinished = sum(
+                1 - sum(started.at(q, p, t - d) for p, d in instance.jobs[q].durations.items())
+                for q in job.after
+            )
+            model.add(waits + ahead + unfinished >= 1)
+            for p in pools:
+                model.add_bool_or([~waits, ~kept(job.team, p, t, job.gpus)])
+
+
+def quota_plan(
+    instance: Instance,
+    options: SolveOptions,
+    seconds: float,
+    hint: Mapping[int, tuple[int, int]] | None,
+) -> tuple[list[Placement], Layout] | None:
+    """The model's best runs within `seconds` (from `hint`: job -> (pool, start)), packed on
+    nodes; None when it found none."""
+    built = build_pool_model(instance, hint)
+    add_quota_rule(built.model, instance, built.vars)
+    solver = _solver(options, seconds * (1 - PACK_SHARE))
+    if solver.solve(built.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    runs = {
+        j: (p, int(solver.value(built.vars.start[j, p])))
+        for (j, p), lit in built.vars.present.items()
+        if solver.boolean_value(lit)
+    }
+    return _pack(instance, options, seconds * PACK_SHARE, runs)
+
+
+def _pack(
+    instance: Instance, options: SolveOptions, seconds: float, runs: dict[int, tuple[int, int]]
+) -> tuple[list[Placement], Layout] | None:
+    """The runs on nodes as they are, with the replicas decided (at exactly `req`)."""
+    sub = Subproblem(
+        jobs=sorted(runs),
+        nodes=list(range(instance.num_nodes)),
+        residual=instance.capacity.astype(np.int64),
+        earliest={j: s for j, (_, s) in runs.items()},
+        latest_end={j: s + instance.jobs[j].durations[p] for j, (p, s) in runs.items()},
+        kind="pack",
+        inference_hint=elastic_layout(instance),
+        team_room=room_beside(instance, []),
+    )
+    weights = end_weights(instance, options.params.end_order)
+    nm = NodeModel(instance, sub, value_scale(instance), weights)
+    nm.keep_only(runs)
+    solver = _solver(options, seconds)
+    if solver.solve(nm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return list(nm.extract(solver).values()), nm.extract_layout(solver)
+
+
+def _solver(options: SolveOptions, seconds: float) -> cp_model.CpSolver:
+    """A solver stopped by the wall clock (the model runs with two or more workers only, where
+    the plan depends on the machine's load anyway)."""
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.num_workers = options.workers
+    params.random_seed = options.seed
+    params.catch_sigint_signal = False
+    params.max_time_in_seconds = max(0.01, seconds)
+    return solver

@@ -1,0 +1,62 @@
+"""The pool-level model with rule 9 written in (`cpsat.quota_model`): a gang larger than its
+team's quota runs on what the other team leaves idle, never over a slot where it would keep
+that team's job out of its quota."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ortools.sat.python import cp_model
+
+import horizon_opt as ho
+from horizon_opt.model.load import parse_spec
+from horizon_opt.relaxation.pool_model import build_pool_model
+from horizon_opt.solvers.cpsat.quota_model import add_quota_rule, fits
+
+# Two 8-GPU nodes, 8 one-hour slots, no inference. Red and blue are each entitled to 8 GPUs.
+# r1 (red, 16 GPUs, 3 slots, priority 1) is worth 1 * 16 * 3 = 48 and runs only by borrowing
+# blue's 8. b1 (blue, 8 GPUs, 2 slots, released at 2, priority 1) is worth 16.
+# - r1 at 0..3 holds all 16 GPUs at slot 2, where b1 waits within blue's quota (0 + 8 <= 8)
+#   with no GPU free (0 < 8), while red's 8 above its quota would make room (0 + 8 >= 8): b1
+#   is kept out (rule 9), so that plan is invalid.
+# - b1 at 2..4 and r1 at 4..7: both run, 48 + 16 = 64, the optimum.
+BORROWER: dict[str, Any] = {
+    "name": "borrower",
+    "horizon": {"slots": 8},
+    "pools": [{"name": "p", "gpu_type": "x", "nodes": 2, "gpus_per_node": 8}],
+    "teams": [{"name": "red", "quota": {"p": 8}}, {"name": "blue", "quota": {"p": 8}}],
+    "jobs": [
+        {"id": "r1", "priority": 1, "gpus": 16, "duration": 3, "team": "red"},
+        {"id": "b1", "priority": 1, "gpus": 8, "duration": 2, "release": 2, "team": "blue"},
+    ],
+}
+
+
+def _instance() -> ho.Instance:
+    return ho.compile_instance(parse_spec(BORROWER))
+
+
+@pytest.mark.parametrize(("r1_start", "feasible"), [(0, False), (4, True)])
+def test_the_rule_forbids_the_borrowing_that_keeps_a_job_out(r1_start: int, feasible: bool) -> None:
+    inst = _instance()
+    built = build_pool_model(inst)
+    add_quota_rule(built.model, inst, built.vars)
+    r1, b1 = inst.job_index["r1"], inst.job_index["b1"]
+    built.model.add(built.vars.present[r1, 0] == 1)
+    built.model.add(built.vars.start[r1, 0] == r1_start)
+    built.model.add(built.vars.present[b1, 0] == 1)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    status = solver.solve(built.model)
+    assert (status in (cp_model.OPTIMAL, cp_model.FEASIBLE)) == feasible
+
+
+def test_cpsat_runs_the_gang_that_borrows_and_keeps_the_rule() -> None:
+    inst = _instance()
+    assert fits(inst)
+    plan = ho.solve(inst, "cpsat", time_limit=2.0, workers=2, seed=0)
+    assert ho.check(inst, plan) == []
+    runs = {a.job: (a.start, a.end) for a in plan.assignments}
+    assert plan.objective == 64.0
+    assert runs == {"b1": (2, 4), "r1": (4, 7)}
