@@ -106,25 +106,22 @@ def _use(model: cp_model.CpModel, instance: Instance, started: _Started) -> _Use
         on_pool = [j for (j, q) in started.v.start if q == p]
         for t in range(instance.now, instance.slots):
             held = {j: instance.jobs[j].gpus * started.running(instance, j, p, t) for j in on_pool}
-            out.free[p, t] = _named(model, int(capacity[p, t]) - sum(held.values()))
+            cap = max(int(capacity[p, t]), 0)
+            out.free[p, t] = _named(model, cap - sum(held.values()), cap)
             for team in range(len(instance.teams)):
                 mine = [j for j in on_pool if instance.jobs[j].team == team]
-                out.used[team, p, t] = _named(model, sum(held[j] for j in mine))
-                out.movable[team, p, t] = _named(
-                    model,
-                    sum(
-                        held[j] for j in mine if instance.jobs[j].placed is None and j not in pinned
-                    ),
-                )
+                movable = [j for j in mine if instance.jobs[j].placed is None and j not in pinned]
+                out.used[team, p, t] = _named(model, sum(held[j] for j in mine), cap)
+                out.movable[team, p, t] = _named(model, sum(held[j] for j in movable), cap)
     return out
 
 
-def _named(model: cp_model.CpModel, expr: Expr) -> Expr:
-    """A sum as one integer variable, so that the rule's many constraints on it share it."""
+def _named(model: cp_model.CpModel, expr: Expr, top: int) -> Expr:
+    """A sum of GPUs as one integer variable from 0 to `top` (the pool's capacity bounds every
+    such sum), so that the rule's many constraints on it share it."""
     if isinstance(expr, int):
         return expr
-    top = 2**31
-    var = model.new_int_var(-top, top, "")
+    var = model.new_int_var(0, top, "")
     model.add(var == expr)
     return var
 
@@ -213,11 +210,13 @@ def quota_plan(
     seconds: float,
     hint: Mapping[int, tuple[int, int]] | None,
 ) -> tuple[list[Placement], Layout] | None:
-    """The model's best runs within `seconds` (from `hint`: job -> (pool, start)), packed on
-    nodes; None when it found none."""
+    """The model's best runs within `seconds` (from `hint`: job -> (pool, start), a plan that
+    keeps rule 9), packed on nodes; None when it found none."""
     built = build_pool_model(instance, hint)
     add_quota_rule(built.model, instance, built.vars)
     solver = _solver(options, seconds * (1 - PACK_SHARE))
+    # (its many reified rows make CP-SAT's tree search slow to improve on the start: LNS only)
+    solver.parameters.use_lns_only = True
     if solver.solve(built.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     runs = {
