@@ -3,7 +3,8 @@
 Each variant changes some of `SearchParams` (`name=value,...`; `base` changes none) and solves
 every instance with one worker on CP-SAT's deterministic budget (`repeatable`), so two variants
 differ by their parameters, not by the machine's load. Every plan goes through the checker.
-Reports each variant's pwo against the base per instance, and the median. `--workers 2` (and
+Reports each variant's pwo against the base per instance, the median, and the median gap to
+the proven bound. `--workers 2` (and
 `--seeds`) measures the parallel search instead, on the wall clock: then run one job at a time.
 
     .venv/bin/python benchmarks/search_ablation.py --jobs 2 \\
@@ -79,13 +80,15 @@ def report(
         + (", repeatable" if workers == 1 else "")
         + "; pwo against `base` (the defaults).",
         "",
-        "| variant | median | " + " | ".join(names) + " |",
-        "| --- | ---: |" + " ---: |" * len(names),
+        "| variant | median | median gap | " + " | ".join(names) + " |",
+        "| --- | ---: | ---: |" + " ---: |" * len(names),
     ]
     for label, values in rows.items():
         pct = [100 * (v[0] / b[0] - 1) for v, b in zip(values, base, strict=True)]
         cells = " | ".join(f"{v[0]:,.1f} ({p:+.2f}%)" for v, p in zip(values, pct, strict=True))
-        lines.append(f"| {label} | {statistics.median(pct):+.2f}% | {cells} |")
+        gaps = [100 * (bound - pwo) / bound for pwo, bound in values if bound]
+        gap = f"{statistics.median(gaps):.1f}%" if len(gaps) == len(values) else "-"
+        lines.append(f"| {label} | {statistics.median(pct):+.2f}% | {gap} | {cells} |")
     return "\n".join(lines) + "\n"
 
 
