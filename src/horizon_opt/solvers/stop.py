@@ -63,6 +63,22 @@ class NoImprovement:
         return self if progress.stalled >= self.seconds else None
 
 
+@dataclass(frozen=True)
+class ElapsedAtLeast:
+    """Stop once `seconds` of the budget have passed (`Progress.elapsed`): for a caller that
+    gives the rest of the time limit to a stage of its own, while the relaxation keeps its
+    shares of the whole limit (cpsat with teams' quotas, `cpsat/quotas.py`)."""
+
+    seconds: float
+
+    def __post_init__(self) -> None:
+        if not 0 < self.seconds < math.inf:
+            raise ValueError(f"ElapsedAtLeast: seconds must be positive, got {self.seconds}")
+
+    def __call__(self, progress: Progress) -> StopCriterion | None:
+        return self if progress.elapsed >= self.seconds else None
+
+
 @dataclass(frozen=True, init=False)
 class AnyOf:
     """Stop when any of `criteria` says so; the first of them that does is the one named."""

@@ -25,11 +25,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from horizon_opt.model.instance import Instance
-from horizon_opt.plans.inference import elastic_layout, static_peak_layout
+from horizon_opt.plans.inference import Layout, elastic_layout, static_peak_layout
 from horizon_opt.plans.plan import Plan, Status
 from horizon_opt.plans.tolerance import same
 from horizon_opt.relaxation import proven_bound
-from horizon_opt.solvers.assemble import build_plan
+from horizon_opt.solvers.assemble import Placement, build_plan
 from horizon_opt.solvers.backfill import solve as backfill_plan
 from horizon_opt.solvers.compact import fill_gaps
 from horizon_opt.solvers.cpsat import quota_model
@@ -37,7 +37,9 @@ from horizon_opt.solvers.diagnosis import unscheduled_causes
 from horizon_opt.solvers.fifo import fifo_placements
 from horizon_opt.solvers.greedy import greedy_placements
 from horizon_opt.solvers.options import SolveOptions
+from horizon_opt.solvers.progress import Progress
 from horizon_opt.solvers.reclaim import best_with_quotas, solver_placements
+from horizon_opt.solvers.stop import AnyOf, ElapsedAtLeast
 
 RELAXED_BOUND_SHARE = 0.1  # of the time limit, for the LP's bound when the exact model's fails
 
@@ -61,10 +63,7 @@ def quota_first(
     # (on one worker CP-SAT's search of that model rarely improves on its start: all to the search)
     use_model = options.workers > 1 and quota_model.fits(instance)
     share = options.params.quota_model_share if use_model else 0.0
-    rule_model = share > 0
-    plan = search(
-        within_quotas(instance), replace(options, time_limit=(1 - share) * options.time_limit)
-    )
+    plan = search(within_quotas(instance), _stopped_early(options, share))
     placements, layout = solver_placements(instance, plan)
     elastic, static = elastic_layout(instance), static_peak_layout(instance)
     candidates = [
@@ -74,15 +73,12 @@ def quota_first(
         solver_placements(instance, backfill_plan(instance, options)),
     ]
     chosen, layout = best_with_quotas(instance, candidates)
-    if rule_model:
-        hint = {p.job: (p.pool, p.start) for p in chosen}
-        borrowing = quota_model.quota_plan(instance, options, share * options.time_limit, hint)
-        if borrowing is not None:
-            chosen, layout = best_with_quotas(instance, [(chosen, layout), borrowing])
     bound, source = plan.bound, plan.bound_source
     if bound is not None and source == "node-cpsat":
         seconds = max(1.0, RELAXED_BOUND_SHARE * options.time_limit)
         bound, source = proven_bound(instance, seconds).value, "lp"
+    if share > 0:
+        chosen, layout = _with_borrowing(instance, options, started, (chosen, layout), bound)
     pwo = sum(p.earned(instance) for p in chosen)
     # (a bound below the plan is not taken for a proof: the plan's guard drops it, loudly)
     optimal = bound is not None and same(pwo, bound)
@@ -100,3 +96,33 @@ def quota_first(
         bound_source=source,
         build_seconds=plan.build_seconds,
     )
+
+
+def _with_borrowing(
+    instance: Instance,
+    options: SolveOptions,
+    started: float,
+    plan: tuple[list[Placement], Layout],
+    bound: float | None,
+) -> tuple[list[Placement], Layout]:
+    """`plan`, or the model with rule 9's (`quota_model`) in the time left when worth more; the
+    model is not run when `plan` meets the bound or the caller's stop criterion."""
+    seconds = options.time_limit - (time.perf_counter() - started)
+    value = sum(p.earned(instance) for p in plan[0])
+    progress = Progress(time.perf_counter() - started, value, bound)
+    stop = options.stop is not None and options.stop(progress) is not None
+    if seconds <= 0 or stop or (bound is not None and same(value, bound)):
+        return plan
+    hint = {p.job: (p.pool, p.start) for p in plan[0]}
+    borrowing = quota_model.quota_plan(instance, options, seconds, hint)
+    return plan if borrowing is None else best_with_quotas(instance, [plan, borrowing])
+
+
+def _stopped_early(options: SolveOptions, share: float) -> SolveOptions:
+    """The search's options: it stops once `1 - share` of the time limit has passed, the rest
+    being the model's; its relaxation keeps its shares of the whole limit, so that the bound
+    is as tight as without the model."""
+    if share <= 0:
+        return options
+    ends = ElapsedAtLeast((1 - share) * options.time_limit)
+    return replace(options, stop=ends if options.stop is None else AnyOf(ends, options.stop))
