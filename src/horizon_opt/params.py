@@ -36,7 +36,7 @@ class SearchParams:
     """On small instances, the pool-level model gets this share of the time limit at once
     (elsewhere `bounding.PoolShares`): there it often closes, and with `pool_start` its
     solution's plan is then proven optimal."""
-    quota_model_share: float = 0.6
+    quota_model_share: float = 0.7
     """With teams' quotas, this share of the time limit goes to the pool-level model with rule 9
     written in (`cpsat.quota_model`), the rest to the search within the quotas; 0 turns it off.
     With two or more workers only (on one, all goes to the search within the quotas)."""

@@ -19,6 +19,7 @@ import horizon_opt as ho
 from horizon_opt.params import SearchParams
 from horizon_opt.solvers import fifo
 from horizon_opt.solvers.residual import placed_value, solve_around_placed
+from horizon_opt.solvers.stop import ElapsedAtLeast
 
 LNS_ONLY = SearchParams(full_model_max_intervals=0)
 
@@ -41,6 +42,12 @@ def test_no_improvement_reads_the_stall() -> None:
     assert wait(progress(1.0, None, stalled=30.0)) is wait
 
 
+def test_elapsed_at_least_reads_the_budget_used() -> None:
+    ends = ElapsedAtLeast(2.0)
+    assert ends(ho.Progress(elapsed=1.9, objective=1.0, bound=None)) is None
+    assert ends(ho.Progress(elapsed=2.0, objective=1.0, bound=None)) is ends
+
+
 def test_any_of_names_the_first_criterion_that_says_stop() -> None:
     gap, wait = ho.GapBelow(0.01), ho.NoImprovement(5.0)
     both = ho.AnyOf(gap, wait)
@@ -56,6 +63,7 @@ def test_any_of_names_the_first_criterion_that_says_stop() -> None:
         (lambda: ho.GapBelow(float("nan")), "share must be from 0 to 1"),
         (lambda: ho.NoImprovement(0.0), "seconds must be positive"),
         (lambda: ho.NoImprovement(float("inf")), "seconds must be positive"),
+        (lambda: ElapsedAtLeast(0.0), "seconds must be positive"),
         (lambda: ho.AnyOf(), "at least one criterion"),
     ],
 )
