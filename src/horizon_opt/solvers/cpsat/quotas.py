@@ -121,8 +121,11 @@ def _with_borrowing(
 def _stopped_early(options: SolveOptions, share: float) -> SolveOptions:
     """The search's options: it stops once `1 - share` of the time limit has passed, the rest
     being the model's; its relaxation keeps its shares of the whole limit, so that the bound
-    is as tight as without the model."""
+    is as tight as without the model. A full-model solve, which the stop cannot end once
+    started, gets its share of the search's part only."""
     if share <= 0:
         return options
     ends = ElapsedAtLeast((1 - share) * options.time_limit)
-    return replace(options, stop=ends if options.stop is None else AnyOf(ends, options.stop))
+    params = replace(options.params, full_model_share=options.params.full_model_share * (1 - share))
+    stop = ends if options.stop is None else AnyOf(ends, options.stop)
+    return replace(options, stop=stop, params=params)
