@@ -372,3 +372,15 @@ def dependency_cycle(jobs: Sequence[Job]) -> tuple[int, list[int]] | None:
                 stack.pop()
                 path.pop()
     return None
+
+
+def pinned_jobs(instance: Instance) -> set[int]:
+    """Jobs that a placed job runs after, directly or not: they can never give GPUs back."""
+    out: set[int] = set()
+    stack = [q for j in instance.jobs if j.placed is not None for q in j.after]
+    while stack:
+        q = stack.pop()
+        if q not in out:
+            out.add(q)
+            stack.extend(instance.jobs[q].after)
+    return out

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from horizon_opt.model.spec import TeamSpec
-
-if TYPE_CHECKING:  # (instance.py builds on this module)
-    from horizon_opt.model.instance import Instance
 
 IntArray = npt.NDArray[np.int64]
 
@@ -119,16 +115,4 @@ def limit_profile(teams: Sequence[Team], pools: int, slots: int, no_limit: int) 
     for team in teams:
         for p, cap in team.limit.items():
             out[team.index, p] = cap
-    return out
-
-
-def pinned_jobs(instance: Instance) -> set[int]:
-    """Jobs that a placed job runs after, directly or not: they can never give GPUs back."""
-    out: set[int] = set()
-    stack = [q for j in instance.jobs if j.placed is not None for q in j.after]
-    while stack:
-        q = stack.pop()
-        if q not in out:
-            out.add(q)
-            stack.extend(instance.jobs[q].after)
     return out

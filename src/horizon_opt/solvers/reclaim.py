@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from horizon_opt.model.instance import Instance, IntArray, topological_order
-from horizon_opt.model.teams import pinned_jobs, quota_profile
+from horizon_opt.model.instance import Instance, IntArray, pinned_jobs, topological_order
+from horizon_opt.model.teams import quota_profile
 from horizon_opt.plans.inference import Layout, plan_layout
 from horizon_opt.plans.plan import Plan, Status
 from horizon_opt.plans.tolerance import reaches

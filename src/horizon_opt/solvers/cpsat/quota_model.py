@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from horizon_opt.model.instance import Instance
-from horizon_opt.model.teams import pinned_jobs, quota_profile
+from horizon_opt.model.instance import Instance, pinned_jobs
+from horizon_opt.model.teams import quota_profile
 from horizon_opt.plans.inference import Layout, elastic_layout
 from horizon_opt.relaxation.columns import pool_free_gpus
 from horizon_opt.relaxation.pool_model import PoolVars, build_pool_model, run_length
@@ -81,6 +81,11 @@ class _Started:
 
     def running(self, instance: Instance, j: int, p: int, t: int) -> Expr:
         return self.at(j, p, t) - self.at(j, p, t - run_length(instance.jobs[j], p))
+
+    def ended(self, instance: Instance, j: int, t: int) -> Expr:
+        """1 when job j runs and ends at or before slot t."""
+        job = instance.jobs[j]
+        return sum(self.at(j, p, t - run_length(job, p)) for p in job.durations)
 
 
 def _span(var: cp_model.IntVar) -> tuple[int, int]:
@@ -195,10 +200,7 @@ def add_quota_rule(model: cp_model.CpModel, instance: Instance, v: PoolVars) -> 
                 continue
             waits = model.new_bool_var("")
             ahead = sum(started.at(job.index, p, t) for p in job.durations)
-            unfinished = sum(
-                1 - sum(started.at(q, p, t - d) for p, d in instance.jobs[q].durations.items())
-                for q in job.after
-            )
+            unfinished = sum(1 - started.ended(instance, q, t) for q in job.after)
             model.add(waits + ahead + unfinished >= 1)
             for p in pools:
                 model.add_bool_or([~waits, ~kept(job.team, p, t, job.gpus)])
