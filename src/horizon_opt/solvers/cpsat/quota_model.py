@@ -38,7 +38,7 @@ from horizon_opt.solvers.cpsat.model import (
 )
 from horizon_opt.solvers.options import SolveOptions
 
-MAX_TERMS = 200_000  # (job, pool, slot) triples: beyond, the model is too big to pay in a solve
+MAX_TERMS = 20_000  # (job, pool, slot) triples: beyond, the search within quotas does better
 PACK_SHARE = 0.1  # of the time given, kept to pack the model's runs on nodes
 
 Expr = cp_model.LinearExpr | int
