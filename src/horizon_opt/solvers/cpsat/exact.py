@@ -15,7 +15,13 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from horizon_opt.solvers.cpsat.incumbent import Incumbent, weighted_ends
-from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, placement_units, room_beside
+from horizon_opt.solvers.cpsat.model import (
+    NodeModel,
+    Subproblem,
+    pack_subproblem,
+    placement_units,
+    room_beside,
+)
 from horizon_opt.solvers.cpsat.search import Search
 
 
@@ -87,21 +93,6 @@ def solve_full(
     return status == cp_model.OPTIMAL or inc.value() >= bound - 1e-9 * max(1.0, bound), bound
 
 
-def pack_subproblem(search: Search, runs: Mapping[int, tuple[int, int]]) -> Subproblem:
-    """The jobs of `runs` on every node, each within its run's slots, replicas decided."""
-    inst = search.inst
-    return Subproblem(
-        jobs=sorted(runs),
-        nodes=list(range(inst.num_nodes)),
-        residual=inst.capacity.astype(np.int64),
-        earliest={j: s for j, (_, s) in runs.items()},
-        latest_end={j: s + inst.jobs[j].durations[p] for j, (p, s) in runs.items()},
-        kind="pack",
-        inference_hint=search.layout,
-        team_room=room_beside(inst, []),
-    )
-
-
 def pack_runs(
     search: Search, inc: Incumbent, runs: Mapping[int, tuple[int, int]], limit: float
 ) -> bool:
@@ -114,7 +105,7 @@ def pack_runs(
     value is proven optimal. Returns whether the incumbent changed.
     """
     inst = search.inst
-    nm = search.build(pack_subproblem(search, runs))
+    nm = search.build(pack_subproblem(search.inst, search.layout, runs))
     nm.keep_only(runs)
     status, solver = _solve_against(search, inc, nm, limit)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -74,6 +74,23 @@ def room_beside(instance: Instance, fixed: Sequence[Placement]) -> IntArray | No
 MAX_OBJECTIVE = 2**60  # CP-SAT's objective and its bounds must fit 64-bit integers
 
 
+def pack_subproblem(
+    instance: Instance, layout: Layout, runs: Mapping[int, tuple[int, int]]
+) -> Subproblem:
+    """The jobs of `runs` (job -> (pool, start)) on every node, each within its run's slots,
+    the replicas decided (hinted with `layout`)."""
+    return Subproblem(
+        jobs=sorted(runs),
+        nodes=list(range(instance.num_nodes)),
+        residual=instance.capacity.astype(np.int64),
+        earliest={j: s for j, (_, s) in runs.items()},
+        latest_end={j: s + instance.jobs[j].durations[p] for j, (p, s) in runs.items()},
+        kind="pack",
+        inference_hint=layout,
+        team_room=room_beside(instance, []),
+    )
+
+
 def value_scale(instance: Instance) -> float:
     """The power of ten that turns job values into integer objective units.
 

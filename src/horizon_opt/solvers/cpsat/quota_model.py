@@ -7,7 +7,7 @@ lets teams borrow and writes FORMAT.md's rule 9 as constraints over the pool-lev
 quota, it must not be kept out, that is, not (waiting, `used + gpus <= quota`, `free < gpus` and
 `free + B >= gpus`). Each of the four is a literal that must be true when its condition holds;
 `free` counts the required replicas only, and the runs are then packed on nodes with the
-replicas decided at exactly `req` (`exact.pack_subproblem`'s model), so the free GPUs rule 9
+replicas decided at exactly `req` (`model.pack_subproblem`), so the free GPUs rule 9
 reads in the packed plan are the model's.
 
 It is not a relaxation (a plan may hold more replicas than required, which the model does not
@@ -29,13 +29,7 @@ from horizon_opt.plans.inference import Layout, elastic_layout
 from horizon_opt.relaxation.columns import pool_free_gpus
 from horizon_opt.relaxation.pool_model import PoolVars, build_pool_model, run_length
 from horizon_opt.solvers.assemble import Placement
-from horizon_opt.solvers.cpsat.model import (
-    NodeModel,
-    Subproblem,
-    end_weights,
-    room_beside,
-    value_scale,
-)
+from horizon_opt.solvers.cpsat.model import NodeModel, end_weights, pack_subproblem, value_scale
 from horizon_opt.solvers.options import SolveOptions
 
 MAX_TERMS = 20_000  # (job, pool, slot) triples: beyond, the search within quotas does better
@@ -233,16 +227,7 @@ def _pack(
     instance: Instance, options: SolveOptions, seconds: float, runs: dict[int, tuple[int, int]]
 ) -> tuple[list[Placement], Layout] | None:
     """The runs on nodes as they are, with the replicas decided (at exactly `req`)."""
-    sub = Subproblem(
-        jobs=sorted(runs),
-        nodes=list(range(instance.num_nodes)),
-        residual=instance.capacity.astype(np.int64),
-        earliest={j: s for j, (_, s) in runs.items()},
-        latest_end={j: s + instance.jobs[j].durations[p] for j, (p, s) in runs.items()},
-        kind="pack",
-        inference_hint=elastic_layout(instance),
-        team_room=room_beside(instance, []),
-    )
+    sub = pack_subproblem(instance, elastic_layout(instance), runs)
     weights = end_weights(instance, options.params.end_order)
     nm = NodeModel(instance, sub, value_scale(instance), weights)
     nm.keep_only(runs)
