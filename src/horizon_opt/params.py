@@ -39,7 +39,8 @@ class SearchParams:
     quota_model_share: float = 0.7
     """With teams' quotas, this share of the time limit goes to the pool-level model with rule 9
     written in (`cpsat.quota_model`), the rest to the search within the quotas; 0 turns it off.
-    With two or more workers only (on one, all goes to the search within the quotas)."""
+    With two or more workers and on instances that `quota_model.fits` only (elsewhere, all goes
+    to the search within the quotas)."""
     pool_start: Literal["solved", "any", "off"] = "solved"
     """Which of the pool-level model's solutions are placed on nodes as a start plan
     (`starts.pool_start`): only a solved model's (its plan, where it packs, is proven

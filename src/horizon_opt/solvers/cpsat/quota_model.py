@@ -17,8 +17,11 @@ checks like every other candidate.
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -30,6 +33,7 @@ from horizon_opt.relaxation.columns import pool_free_gpus
 from horizon_opt.relaxation.pool_model import PoolVars, build_pool_model, run_length
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.cpsat.model import NodeModel, end_weights, pack_subproblem, value_scale
+from horizon_opt.solvers.cpsat.runner import pass_on
 from horizon_opt.solvers.options import SolveOptions
 
 MAX_TERMS = 20_000  # (job, pool, slot) triples: beyond, the search within quotas does better
@@ -213,7 +217,7 @@ def quota_plan(
     solver = _solver(options, seconds * (1 - PACK_SHARE))
     # (its many reified rows make CP-SAT's tree search slow to improve on the start: LNS only)
     solver.parameters.use_lns_only = True
-    if solver.solve(built.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if _solve(solver, built.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     runs = {
         j: (p, int(solver.value(built.vars.start[j, p])))
@@ -232,7 +236,7 @@ def _pack(
     nm = NodeModel(instance, sub, value_scale(instance), weights)
     nm.keep_only(runs)
     solver = _solver(options, seconds)
-    if solver.solve(nm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if _solve(solver, nm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     return list(nm.extract(solver).values()), nm.extract_layout(solver)
 
@@ -247,3 +251,26 @@ def _solver(options: SolveOptions, seconds: float) -> cp_model.CpSolver:
     params.catch_sigint_signal = False
     params.max_time_in_seconds = max(0.01, seconds)
     return solver
+
+
+def _solve(solver: cp_model.CpSolver, model: cp_model.CpModel) -> Any:
+    """Solve; Ctrl-C stops the solve and keeps its best solution, as in the search (`Runner`).
+    The solve runs in a thread: Python runs a signal handler only between bytecodes, so the
+    main thread waits in short joins to take it."""
+    if threading.current_thread() is not threading.main_thread():
+        return solver.solve(model)
+    status: list[Any] = []
+
+    def stop(signum: int, frame: object) -> None:
+        solver.stop_search()
+        pass_on(previous, signum, frame)
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        worker = threading.Thread(target=lambda: status.append(solver.solve(model)), daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return status[0]

@@ -10,7 +10,8 @@ backfill's plans, reclaimed the same way, are the fallbacks when worth more (so 
 below any of them). The rest of the time goes to the pool-level model with rule 9 written in
 (`quota_model.py`), started from the best of those: it lets a gang larger than its team's quota
 run on what the others leave idle, where the search within quotas never could. It runs with
-two or more workers only: on one, CP-SAT's search of it rarely improves on its start.
+two or more workers (on one, CP-SAT's search of it rarely improves on its start) and on small
+instances (`quota_model.fits`; on larger ones the search within the quotas does better).
 
 The bound: the LP, MIP and pool-level models relax the instance as written (`search` is given
 it for its bounds), with its real limits and without quotas, so they hold for every valid plan;
@@ -20,8 +21,11 @@ LP's.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from horizon_opt.model.instance import Instance
@@ -63,7 +67,10 @@ def quota_first(
     # (on one worker CP-SAT's search of that model rarely improves on its start: all to the search)
     use_model = options.workers > 1 and quota_model.fits(instance)
     share = options.params.quota_model_share if use_model else 0.0
-    plan = search(within_quotas(instance), _stopped_early(options, share))
+    with _ctrl_c_heard() as heard:
+        plan = search(within_quotas(instance), _stopped_early(options, share))
+    if heard:  # (Ctrl-C ended the search: the plan so far, at once)
+        share = 0.0
     placements, layout = solver_placements(instance, plan)
     elastic, static = elastic_layout(instance), static_peak_layout(instance)
     candidates = [
@@ -129,3 +136,18 @@ def _stopped_early(options: SolveOptions, share: float) -> SolveOptions:
     params = replace(options.params, full_model_share=options.params.full_model_share * (1 - share))
     stop = ends if options.stop is None else AnyOf(ends, options.stop)
     return replace(options, stop=stop, params=params)
+
+
+@contextlib.contextmanager
+def _ctrl_c_heard() -> Iterator[list[bool]]:
+    """A list that gets True when Ctrl-C comes while the block runs (the search's handler
+    passes it on, `runner.pass_on`); main thread only, as any signal handler."""
+    heard: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield heard
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: heard.append(True))
+    try:
+        yield heard
+    finally:
+        signal.signal(signal.SIGINT, previous)

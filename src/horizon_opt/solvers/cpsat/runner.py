@@ -25,6 +25,13 @@ class _OnSolution(cp_model.CpSolverSolutionCallback):
         self.on_solution(self.objective_value)
 
 
+def pass_on(previous: Any, signum: int, frame: object) -> None:
+    """Tell a caller's own Ctrl-C handler too (cpsat with quotas: it skips its later stage);
+    never Python's default, which would raise KeyboardInterrupt and lose the plan."""
+    if callable(previous) and previous is not signal.default_int_handler:
+        previous(signum, frame)
+
+
 class Runner:
     """Runs CP-SAT models within a budget. Ctrl-C stops the running searches and ends the budget,
     so the search loop stops too and the best plan so far is kept."""
@@ -34,11 +41,13 @@ class Runner:
         self.log = log
         self.active = False
         self.solvers: list[cp_model.CpSolver] = []
+        self.previous: Any = None  # the Ctrl-C handler before the search's
 
     def __call__(self, signum: int, frame: object) -> None:
         self.budget.interrupted = True
         for solver in list(self.solvers):
             solver.stop_search()
+        pass_on(self.previous, signum, frame)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Runner]:
@@ -46,13 +55,13 @@ class Runner:
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
-        previous = signal.signal(signal.SIGINT, self)
+        self.previous = signal.signal(signal.SIGINT, self)
         self.active = True
         try:
             yield self
         finally:
             self.active = False
-            signal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGINT, self.previous)
 
     def solver(
         self, limit: float, seed: int, workers: int, log_search: bool = False
