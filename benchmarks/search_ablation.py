@@ -4,8 +4,8 @@ Each variant changes some of `SearchParams` (`name=value,...`; `base` changes no
 every instance with one worker on CP-SAT's deterministic budget (`repeatable`), so two variants
 differ by their parameters, not by the machine's load. Every plan goes through the checker.
 Reports each variant's pwo against the base per instance, the median, and the median gap to
-the proven bound. `--workers 2` (and
-`--seeds`) measures the parallel search instead, on the wall clock: then run one job at a time.
+the proven bound. `--workers 2` (and `--seeds`) measures the parallel search instead, on the
+wall clock: then run one job at a time.
 
     .venv/bin/python benchmarks/search_ablation.py --jobs 2 \\
         --variant short:subproblem_seconds=0.2 --variant long:subproblem_seconds=0.8 \\

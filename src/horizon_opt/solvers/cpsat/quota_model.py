@@ -17,11 +17,8 @@ checks like every other candidate.
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -32,8 +29,9 @@ from horizon_opt.plans.inference import Layout, elastic_layout
 from horizon_opt.relaxation.columns import pool_free_gpus
 from horizon_opt.relaxation.pool_model import PoolVars, build_pool_model, run_length
 from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.model import NodeModel, end_weights, pack_subproblem, value_scale
-from horizon_opt.solvers.cpsat.runner import pass_on
+from horizon_opt.solvers.cpsat.runner import Runner
 from horizon_opt.solvers.options import SolveOptions
 
 MAX_TERMS = 20_000  # (job, pool, slot) triples: beyond, the search within quotas does better
@@ -105,17 +103,21 @@ def _use(model: cp_model.CpModel, instance: Instance, started: _Started) -> _Use
     pinned = pinned_jobs(instance)
     capacity = np.floor(pool_free_gpus(instance) + 1e-9).astype(np.int64)
     out = _Use({}, {}, {})
+    teams = range(len(instance.teams))
     for p in range(len(instance.pools)):
         on_pool = [j for (j, q) in started.v.start if q == p]
+        mine = {team: [j for j in on_pool if instance.jobs[j].team == team] for team in teams}
+        movable = {
+            team: [j for j in mine[team] if instance.jobs[j].placed is None and j not in pinned]
+            for team in teams
+        }
         for t in range(instance.now, instance.slots):
             held = {j: instance.jobs[j].gpus * started.running(instance, j, p, t) for j in on_pool}
             cap = max(int(capacity[p, t]), 0)
             out.free[p, t] = _named(model, cap - sum(held.values()), cap)
-            for team in range(len(instance.teams)):
-                mine = [j for j in on_pool if instance.jobs[j].team == team]
-                movable = [j for j in mine if instance.jobs[j].placed is None and j not in pinned]
-                out.used[team, p, t] = _named(model, sum(held[j] for j in mine), cap)
-                out.movable[team, p, t] = _named(model, sum(held[j] for j in movable), cap)
+            for team in teams:
+                out.used[team, p, t] = _named(model, sum(held[j] for j in mine[team]), cap)
+                out.movable[team, p, t] = _named(model, sum(held[j] for j in movable[team]), cap)
     return out
 
 
@@ -211,66 +213,37 @@ def quota_plan(
     hint: Mapping[int, tuple[int, int]] | None,
 ) -> tuple[list[Placement], Layout] | None:
     """The model's best runs within `seconds` (from `hint`: job -> (pool, start), a plan that
-    keeps rule 9), packed on nodes; None when it found none."""
+    keeps rule 9), packed on nodes; None when it found none. Its solves run as the search's do
+    (`Runner`: on the wall clock, the model runs with two or more workers only; Ctrl-C stops a
+    solve and keeps its best solution)."""
     built = build_pool_model(instance, hint)
     add_quota_rule(built.model, instance, built.vars)
-    solver = _solver(options, seconds * (1 - PACK_SHARE))
-    # (its many reified rows make CP-SAT's tree search slow to improve on the start: LNS only)
-    solver.parameters.use_lns_only = True
-    if _solve(solver, built.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    runs = {
-        j: (p, int(solver.value(built.vars.start[j, p])))
-        for (j, p), lit in built.vars.present.items()
-        if solver.boolean_value(lit)
-    }
-    return _pack(instance, options, seconds * PACK_SHARE, runs)
+    runner = Runner(Budget(seconds, False, options.params))
+    with runner.installed():
+        solver = runner.solver(seconds * (1 - PACK_SHARE), options.seed, options.workers)
+        # (its many reified rows make CP-SAT's tree search slow to improve on the start)
+        solver.parameters.use_lns_only = True
+        (status,) = runner.run([(solver, built.model)])
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None
+        runs = {
+            j: (p, int(solver.value(built.vars.start[j, p])))
+            for (j, p), lit in built.vars.present.items()
+            if solver.boolean_value(lit)
+        }
+        return _pack(instance, options, runner, runs)
 
 
 def _pack(
-    instance: Instance, options: SolveOptions, seconds: float, runs: dict[int, tuple[int, int]]
+    instance: Instance, options: SolveOptions, runner: Runner, runs: dict[int, tuple[int, int]]
 ) -> tuple[list[Placement], Layout] | None:
     """The runs on nodes as they are, with the replicas decided (at exactly `req`)."""
     sub = pack_subproblem(instance, elastic_layout(instance), runs)
     weights = end_weights(instance, options.params.end_order)
     nm = NodeModel(instance, sub, value_scale(instance), weights)
     nm.keep_only(runs)
-    solver = _solver(options, seconds)
-    if _solve(solver, nm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    solver = runner.solver(runner.budget.time_limit * PACK_SHARE, options.seed, options.workers)
+    (status,) = runner.run([(solver, nm.model)])
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     return list(nm.extract(solver).values()), nm.extract_layout(solver)
-
-
-def _solver(options: SolveOptions, seconds: float) -> cp_model.CpSolver:
-    """A solver stopped by the wall clock (the model runs with two or more workers only, where
-    the plan depends on the machine's load anyway)."""
-    solver = cp_model.CpSolver()
-    params = solver.parameters
-    params.num_workers = options.workers
-    params.random_seed = options.seed
-    params.catch_sigint_signal = False
-    params.max_time_in_seconds = max(0.01, seconds)
-    return solver
-
-
-def _solve(solver: cp_model.CpSolver, model: cp_model.CpModel) -> Any:
-    """Solve; Ctrl-C stops the solve and keeps its best solution, as in the search (`Runner`).
-    The solve runs in a thread: Python runs a signal handler only between bytecodes, so the
-    main thread waits in short joins to take it."""
-    if threading.current_thread() is not threading.main_thread():
-        return solver.solve(model)
-    status: list[Any] = []
-
-    def stop(signum: int, frame: object) -> None:
-        solver.stop_search()
-        pass_on(previous, signum, frame)
-
-    previous = signal.signal(signal.SIGINT, stop)
-    try:
-        worker = threading.Thread(target=lambda: status.append(solver.solve(model)), daemon=True)
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.1)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    return status[0]

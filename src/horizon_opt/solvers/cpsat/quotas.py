@@ -141,7 +141,7 @@ def _stopped_early(options: SolveOptions, share: float) -> SolveOptions:
 @contextlib.contextmanager
 def _ctrl_c_heard() -> Iterator[list[bool]]:
     """A list that gets True when Ctrl-C comes while the block runs (the search's handler
-    passes it on, `runner.pass_on`); main thread only, as any signal handler."""
+    passes it on: `cpsat.runner.Runner`); main thread only, as any signal handler."""
     heard: list[bool] = []
     if threading.current_thread() is not threading.main_thread():
         yield heard

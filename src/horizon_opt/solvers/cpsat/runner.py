@@ -25,7 +25,7 @@ class _OnSolution(cp_model.CpSolverSolutionCallback):
         self.on_solution(self.objective_value)
 
 
-def pass_on(previous: Any, signum: int, frame: object) -> None:
+def _pass_on(previous: Any, signum: int, frame: object) -> None:
     """Tell a caller's own Ctrl-C handler too (cpsat with quotas: it skips its later stage);
     never Python's default, which would raise KeyboardInterrupt and lose the plan."""
     if callable(previous) and previous is not signal.default_int_handler:
@@ -47,7 +47,7 @@ class Runner:
         self.budget.interrupted = True
         for solver in list(self.solvers):
             solver.stop_search()
-        pass_on(self.previous, signum, frame)
+        _pass_on(self.previous, signum, frame)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Runner]:
