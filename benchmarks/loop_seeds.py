@@ -54,6 +54,7 @@ class Variant(NamedTuple):
     at_peak: bool = False  # planners see every service's demand at its peak all day
     headroom: float = 0.0  # planners reserve inference this share above the forecast too
     due: float | None = None  # a deadline counts as met when this quantile of run times meets it
+    odds: bool = False  # a deadline job is worth its odds of ending in time (deadline_odds)
 
 
 VARIANTS: dict[str, Variant] = {
@@ -103,6 +104,10 @@ VARIANTS: dict[str, Variant] = {
     },
     "cpsat-expect@event (keep promises 0.5 and deadlines at P90)": Variant(
         "cpsat-expect@event", keep=0.5, due=0.9
+    ),
+    "cpsat-expect@event (deadline odds)": Variant("cpsat-expect@event", odds=True),
+    "cpsat-expect@event (deadline odds, keep promises 0.5)": Variant(
+        "cpsat-expect@event", keep=0.5, odds=True
     ),
     "backfill-expect (inference at its peak)": Variant("backfill-expect", at_peak=True),
     **{
@@ -165,6 +170,7 @@ def run(
             keep_promises=v.keep,
         )
         p = replace(p, due_quantile=v.due) if v.due is not None else p
+        p = replace(p, deadline_odds=True) if v.odds else p
         seen = at_peak(inst) if v.at_peak else inst  # (the world stays the one drawn)
         seen = with_headroom(seen, v.headroom) if v.headroom else seen
         row.update(_figures(label, replay(seen, drawn, p, options)))

@@ -97,16 +97,27 @@ class Promise:
     """A start that a previous plan promised (see `replan`'s stability weight): a plan that keeps
     the job on `pool` at `start`, on time, earns `bonus` on top of its value, so a move must gain
     more than that to be worth it. With `by`, a start at or before `start` on any pool keeps it
-    (a predicted start people were told: `replan.with_held_promises`)."""
+    (a predicted start people were told: `replan.with_held_promises`), or with `by_pool`, at or
+    before each pool's own latest start (a start early enough to end in time by its limit:
+    `simulate.deadline_odds`)."""
 
     pool: int
     start: int
     bonus: float
     by: bool = False
+    # For a `by` promise: (pool, latest start) pairs, a start no later on that pool keeps it;
+    # empty: `start` on any pool (then `start` is the latest of these)
+    by_pool: tuple[tuple[int, int], ...] = ()
+
+    def latest(self, pool: int) -> int:
+        """The latest start on `pool` that keeps a `by` promise (-1: none does)."""
+        if not self.by_pool:
+            return self.start
+        return dict(self.by_pool).get(pool, -1)
 
     def kept(self, pool: int, start: int) -> bool:
         """Whether a run on `pool` from `start` keeps the promise (on time: callers check)."""
-        return start <= self.start if self.by else (pool, start) == (self.pool, self.start)
+        return start <= self.latest(pool) if self.by else (pool, start) == (self.pool, self.start)
 
 
 @dataclass(frozen=True)

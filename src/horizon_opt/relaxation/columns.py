@@ -156,7 +156,8 @@ def build_columns(instance: Instance) -> Columns:
         if job.promise is not None:
             mine = np.arange(job_first[job.index], job_first[job.index + 1])
             if job.promise.by:
-                hit = mine[start[mine] <= job.promise.start]
+                latest = [job.promise.latest(p) for p in pool_of[mine].tolist()]
+                hit = mine[start[mine] <= np.array(latest, dtype=np.int64)]
             else:
                 exact = (pool_of[mine] == job.promise.pool) & (start[mine] == job.promise.start)
                 hit = mine[exact]

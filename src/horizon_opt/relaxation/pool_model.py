@@ -275,7 +275,7 @@ def add_objective(model: cp_model.CpModel, instance: Instance, v: PoolVars, scal
             kept = model.new_bool_var("")
             for p in (p for p in job.durations if (j, p) in v.present):
                 lits = [kept, v.present[j, p]]
-                model.add(v.start[j, p] <= promise.start).only_enforce_if(lits)
+                model.add(v.start[j, p] <= promise.latest(p)).only_enforce_if(lits)
             model.add(kept <= on_time)
             terms.append(units(promise.bonus, scale) * kept)
         elif promise is not None and (j, promise.pool) in v.present:

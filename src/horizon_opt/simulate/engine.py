@@ -31,6 +31,7 @@ from horizon_opt.plans.inference import plan_layout
 from horizon_opt.plans.plan import Plan
 from horizon_opt.simulate.audit import Audit, told_spec
 from horizon_opt.simulate.bets import RunTimeBets
+from horizon_opt.simulate.deadline_odds import with_deadline_odds
 from horizon_opt.simulate.dispatch import PlannedStarts, reseat
 from horizon_opt.simulate.live_runs import LiveRun, LiveRuns
 from horizon_opt.simulate.planning import open_ended
@@ -143,10 +144,12 @@ class _Replayer:
                 f"internal error: the state at slot {t} does not compile: {exc}"
             ) from exc
         self.planned_slots = state.slots  # (a later state keeps them: this plan must fit it)
-        if not self.policy.keep_promises:
-            return state
-        waiting = {self.inst.jobs[j].id: s for j, s in self.book.waiting().items()}
-        return with_held_promises(state, waiting, self.policy.keep_promises)
+        if self.policy.keep_promises:
+            waiting = {self.inst.jobs[j].id: s for j, s in self.book.waiting().items()}
+            state = with_held_promises(state, waiting, self.policy.keep_promises)
+        if self.policy.deadline_odds and self.policy.expect is not None:
+            state = with_deadline_odds(state, self.inst, self.policy.expect)
+        return state
 
     # -- deciding --------------------------------------------------------------------------------
 

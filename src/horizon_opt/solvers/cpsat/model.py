@@ -402,6 +402,8 @@ class NodeModel:
             if promise.by:
                 m.add(k <= sum(pools.values()))
                 m.add(self.start[j] <= promise.start).only_enforce_if(k)
+                for p, lit in pools.items() if promise.by_pool else ():
+                    m.add(self.start[j] <= promise.latest(p)).only_enforce_if([k, lit])
             else:
                 m.add_implication(k, pools[promise.pool])
                 m.add(self.start[j] == promise.start).only_enforce_if(k)
