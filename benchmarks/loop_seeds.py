@@ -168,9 +168,9 @@ def run(
             v.stability,
             slot_minutes=inst.slot_minutes,
             keep_promises=v.keep,
+            deadline_odds=v.odds,
         )
         p = replace(p, due_quantile=v.due) if v.due is not None else p
-        p = replace(p, deadline_odds=True) if v.odds else p
         seen = at_peak(inst) if v.at_peak else inst  # (the world stays the one drawn)
         seen = with_headroom(seen, v.headroom) if v.headroom else seen
         row.update(_figures(label, replay(seen, drawn, p, options)))

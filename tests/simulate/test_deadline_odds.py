@@ -6,12 +6,16 @@ is in its docstring."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import build
+from typer.testing import CliRunner
 
 import horizon_opt as ho
+from horizon_opt.cli import app
 from horizon_opt.model.instance import Instance, Promise
 from horizon_opt.plans.check import check
 from horizon_opt.relaxation.pool_model import PoolLimits, pool_bound
@@ -92,3 +96,16 @@ def test_odds_halve_a_deadline_job_and_promise_the_rest_where_its_limit_ends_in_
     assert b.promise == Promise(-1, 0, 4.0, by=True, by_pool=((fast, 0),))
     _, late_b = with_deadline_odds(replace(told, now=1), written, 0.5).jobs
     assert late_b.promise is None and late_b.value == 4.0
+
+
+def test_cli_simulate_plans_with_deadline_odds(tmp_path: Path) -> None:
+    """`--deadline-odds` reaches the -expect re-plans (each plan the replay runs is checked) and
+    the summary says so; two one-node pools, so b's limit ends by its deadline only from 0."""
+    path = tmp_path / "two-pools.yaml"
+    path.write_text(yaml.safe_dump(TWO_POOLS, sort_keys=False))
+    out = tmp_path / "out"
+    args = ["simulate", str(path), "-o", str(out), "--policy", "cpsat-expect@event"]
+    args += ["--deadline-odds", "--no-charts", "-t", "1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "deadline odds" in (out / "summary.md").read_text()

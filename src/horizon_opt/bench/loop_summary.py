@@ -177,10 +177,11 @@ def _settings(suite: Suite | None) -> list[str]:
     durations = (loop.replan_every, loop.freeze)
     every, freeze = (f"{v:g} min" if isinstance(v, float | int) else v for v in durations)
     noise = f"; the synthetic world's noise {loop.noise}" if "synthetic" in loop.worlds else ""
+    odds = ", deadline odds" if loop.deadline_odds else ""
     return [
         f"- suite: `{suite.path}`",
         f"- re-plan every {every}, freeze {freeze}, stability {loop.stability:g}, promises held "
-        f"at {loop.keep_promises:g}{noise}",
+        f"at {loop.keep_promises:g}{odds}{noise}",
     ]
 
 

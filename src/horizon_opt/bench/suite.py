@@ -69,6 +69,7 @@ class LoopSpec(_Model):
     freeze: str | float = "2h"
     stability: float = Field(default=0.0, ge=0)
     keep_promises: float = Field(default=0.0, ge=0, le=MAX_STABILITY)
+    deadline_odds: bool = False  # for -expect and -risk re-plans (`simulate.deadline_odds`)
     noise: str = str(Noise())
     top: str | None = None  # the rung the share of the top rung divides by; default the last
     base: str | None = None  # the policy `vs` compares with; default the registry's loop baseline

@@ -265,6 +265,7 @@ def make_loop_tasks(suite: Suite, instances: Sequence[BenchInstance]) -> list[Lo
                 loop.stability,
                 slot_minutes=inst.slot_minutes,
                 keep_promises=loop.keep_promises,
+                deadline_odds=loop.deadline_odds,
             )
             for n in loop.policies
         )

@@ -106,6 +106,15 @@ KeepPromises = Annotated[
         max=MAX_STABILITY,
     ),
 ]
+DeadlineOdds = Annotated[
+    bool,
+    typer.Option(
+        "--deadline-odds/--no-deadline-odds",
+        help="For -expect and -risk re-plans: a job with a deadline is worth its chance of "
+        "ending in time, half its value for a start whose learned run ends by it, all of it "
+        "for a start whose limit does.",
+    ),
+]
 SOLVER_LIST = "\n\n".join(f"{s.name}: {s.description}" for s in SOLVERS.values())
 Solver = Annotated[str, typer.Option(help=f"One of:\n\n{SOLVER_LIST}")]
 

@@ -10,6 +10,7 @@ import typer
 
 from horizon_opt.cli.errors import input_errors
 from horizon_opt.cli.options import (
+    DeadlineOdds,
     InstanceArg,
     KeepPromises,
     PlanTimeLimit,
@@ -166,6 +167,7 @@ def simulate_cmd(
     freeze: Freeze = f"{DEFAULT_FREEZE_MINUTES // 60}h",
     stability: Stability = 0.0,
     keep_promises: KeepPromises = 0.0,
+    deadline_odds: DeadlineOdds = False,
     noise: NoiseOption = None,
     world_kind: WorldKind = None,
     actual: Actual = None,
@@ -207,6 +209,7 @@ def simulate_cmd(
                 stability,
                 slot_minutes=inst.slot_minutes,
                 keep_promises=keep_promises,
+                deadline_odds=deadline_odds,
             )
             for name in names
         ]
@@ -222,6 +225,7 @@ def simulate_cmd(
         typer.echo(f"replaying {p.name} ...", err=True)
         replays.extend(simulate(inst, [p], world, options, window=measured))
     held = f", promises held at {keep_promises:g}" if keep_promises else ""
+    held += ", deadline odds" if deadline_odds else ""
     h = inst.hours_per_slot
     heading = (
         f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "

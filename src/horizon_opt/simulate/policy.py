@@ -110,12 +110,14 @@ def policy(
     quantile: float = DEFAULT_QUANTILE,
     slot_minutes: int | None = None,
     keep_promises: float = 0.0,
+    deadline_odds: bool = False,
 ) -> Policy:
     """The policy called `name`: a solver, optionally with a suffix of `SUFFIXES`, then
     optionally `@EVERY/FREEZE` (durations such as `30m/0m`, `2h/1h`): the policy's own cadence
     and freeze instead of `every` and `freeze` (slots). `slot_minutes` converts that cadence
     (None: it is only checked). `stability` and `keep_promises` apply to the re-plans of
-    re-planning policies, `quantile` to `-predict` and `-expect`."""
+    re-planning policies, `quantile` to `-predict` and `-expect`, `deadline_odds` to the
+    re-plans of `-expect` and `-risk` (`simulate.deadline_odds`)."""
     base, at, cadence = name.partition("@")
     at_events = cadence.split("/")[0].strip() == "event"
     if at:
@@ -154,6 +156,7 @@ def policy(
         expect=quantile if suffix in ("-expect", "-pack", "-risk") else None,
         on_time_by_limit=suffix == "-pack",
         risk=suffix == "-risk",
+        deadline_odds=deadline_odds and not online and suffix in ("-expect", "-risk"),
         at_events=at_events,
     )
 
