@@ -109,6 +109,7 @@ VARIANTS: dict[str, Variant] = {
     "cpsat-expect@event (deadline odds, keep promises 0.5)": Variant(
         "cpsat-expect@event", keep=0.5, odds=True
     ),
+    "cpsat-risk@event (deadline odds)": Variant("cpsat-risk@event", odds=True),
     "backfill-expect (inference at its peak)": Variant("backfill-expect", at_peak=True),
     **{
         f"{name} (headroom {h:g})": Variant(name, headroom=h)
