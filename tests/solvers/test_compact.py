@@ -83,6 +83,15 @@ def test_a_promised_start_stays_where_it_was_promised() -> None:
     assert _starts(inst, [Placement(0, 0, 5, (0,))]) == {"e": 0}
 
 
+def test_a_start_promised_by_a_slot_moves_earlier_and_keeps_its_promise() -> None:
+    # e holds a `by` promise (a start by 5 keeps it): from 5 it moves to 0, still kept.
+    inst = _instance([{"id": "e", "priority": 1, "gpus": 8, "duration": 2}])
+    promise = Promise(-1, 5, 0.5, by=True, by_pool=((0, 5),))
+    promised = replace(inst, jobs=(replace(inst.jobs[0], promise=promise),))
+    assert _starts(promised, [Placement(0, 0, 5, (0,))]) == {"e": 0}
+    assert promise.kept(0, 0)
+
+
 def test_cpsat_plans_leave_no_job_later_than_it_needs_to_be(
     instance_of: Callable[[str], Instance],
 ) -> None:

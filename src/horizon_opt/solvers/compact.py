@@ -47,13 +47,15 @@ def left_shift(
 ) -> list[Placement]:
     """The placements, each started as early as the others allow (see the module), with
     `any_pool` on whichever of its pools it starts earliest while ending no later. Placed jobs
-    (running or held) and jobs holding a promise stay where the plan put them."""
+    (running or held) and jobs holding a promise of a start stay where the plan put them; a
+    job holding a `by` promise moves earlier on its own pool only, which keeps the promise."""
     grid = grid_beside(instance, layout, placements)
     ends: dict[int, int] = {}
     out: list[Placement] = []
     for p in sorted(placements, key=lambda q: (q.start, q.job)):
         job = instance.jobs[p.job]
-        if job.placed is not None or job.promise is not None:
+        promise = job.promise
+        if job.placed is not None or (promise is not None and not promise.by):
             out.append(p)
             ends[p.job] = p.end(instance)
             continue
@@ -64,7 +66,7 @@ def left_shift(
             ends[p.job] = p.end(instance)
             continue
         grid.release(Fit(p.pool, p.start, p.nodes), gang, duration, job.team)
-        fit = _earliest_by(grid, instance, p, ready, any_pool)
+        fit = _earliest_by(grid, instance, p, ready, any_pool and promise is None)
         grid.occupy(fit, job.gangs[fit.pool], job.durations[fit.pool], job.team)
         moved = Placement(p.job, fit.pool, fit.start, fit.nodes)
         out.append(moved)
