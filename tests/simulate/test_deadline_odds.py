@@ -20,6 +20,7 @@ from horizon_opt.model.instance import Instance, Promise
 from horizon_opt.plans.check import check
 from horizon_opt.relaxation.pool_model import PoolLimits, pool_bound
 from horizon_opt.simulate.deadline_odds import with_deadline_odds
+from horizon_opt.simulate.runtimes import RunTimes
 from horizon_opt.solvers import SolveOptions
 
 FAST = SolveOptions(time_limit=1.0, workers=1, seed=0)
@@ -75,11 +76,23 @@ def test_cpsat_and_the_pool_bound_read_the_per_pool_latest_start(
     assert found.optimal and found.value == pytest.approx(bound)
 
 
+def learned(ratios: list[float]) -> RunTimes:
+    runtimes = RunTimes()
+    for r in ratios:
+        runtimes.observe(round(r * 100), 100)
+    return runtimes
+
+
+# Ten ended runs: 7 of them ran at most half their limit, all of them at most their limit.
+RATIOS = [0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.5, 0.8, 0.9, 1.0]
+
+
 def test_odds_halve_a_deadline_job_and_promise_the_rest_where_its_limit_ends_in_time() -> None:
     """Planned on halves of the limits (a: 1 slot on fast, 2 on slow; a and b each worth 8 so
     planned), a is worth 4 on time, and 4 more started by 4 - 2 = 2 on fast or 4 - 3 = 1 on
-    slow; b's limit (2 slots, due by 2) ends in time only from 0; at now = 1, b has no such
-    start left: it keeps only its 4."""
+    slow, where its limit ends in time; so is b, by 2 - 2 = 0 on fast. At now = 1 b's limit
+    can no longer end in time: from 1 it has 1 slot of its 2-slot limit, and 7 of the 10 runs
+    ran at most half their limit: 8 * 0.7 = 5.6 for a start at 1, a promise of 1.6 more."""
     written = build(TWO_POOLS)
     halved = {
         **TWO_POOLS,
@@ -90,12 +103,20 @@ def test_odds_halve_a_deadline_job_and_promise_the_rest_where_its_limit_ends_in_
     }
     told = build(halved)
     fast, slow = written.pool_index["fast"], written.pool_index["slow"]
-    a, b = with_deadline_odds(told, written, 0.5).jobs
+    runtimes = learned(RATIOS)
+    a, b = with_deadline_odds(told, written, runtimes).jobs
     assert (a.value, b.value) == (4.0, 4.0)
     assert a.promise == Promise(-1, 2, 4.0, by=True, by_pool=((fast, 2), (slow, 1)))
     assert b.promise == Promise(-1, 0, 4.0, by=True, by_pool=((fast, 0),))
-    _, late_b = with_deadline_odds(replace(told, now=1), written, 0.5).jobs
-    assert late_b.promise is None and late_b.value == 4.0
+    _, late_b = with_deadline_odds(replace(told, now=1), written, runtimes).jobs
+    assert late_b.value == 4.0
+    assert late_b.promise == Promise(-1, 1, pytest.approx(1.6), by=True, by_pool=((fast, 1),))
+
+
+def test_no_odds_before_runs_have_ended() -> None:
+    """With fewer than 10 ended runs the plans are on limits: nothing changes."""
+    told = build(TWO_POOLS)
+    assert with_deadline_odds(told, told, learned(RATIOS[:9])) is told
 
 
 def test_cli_simulate_plans_with_deadline_odds(tmp_path: Path) -> None:

@@ -147,8 +147,8 @@ class _Replayer:
         if self.policy.keep_promises:
             waiting = {self.inst.jobs[j].id: s for j, s in self.book.waiting().items()}
             state = with_held_promises(state, waiting, self.policy.keep_promises)
-        if self.policy.deadline_odds and self.policy.expect is not None:
-            state = with_deadline_odds(state, self.inst, self.policy.expect)
+        if self.policy.deadline_odds and self.bets is not None:
+            state = with_deadline_odds(state, self.inst, self.bets.runtimes, self.policy.risk)
         return state
 
     # -- deciding --------------------------------------------------------------------------------

@@ -73,6 +73,20 @@ class RunTimes:
             return 1.0
         return float(np.quantile(self.ratios, q))
 
+    def learned(self) -> bool:
+        """Whether enough runs have ended for a prediction other than the limit."""
+        return len(self.ratios) >= self.min_runs
+
+    def within(self, share: float, klass: str = "") -> float:
+        """The share of the ended runs of class `klass` (of all, while fewer than `min_runs` of
+        it have ended) that ran at most `share` of their limit: the chance that a run ends
+        within that much of its limit."""
+        own = self.by_class.get(klass, [])
+        ratios = own if len(own) >= self.min_runs else self.ratios
+        if not ratios:
+            return 1.0 if share >= 1.0 else 0.0
+        return sum(r <= share + 1e-9 for r in ratios) / len(ratios)
+
     def success(self, klass: str) -> float:
         """The share of class `klass`'s ended runs that completed (1.0 before `min_runs` of them
         have ended; half a run when none has, so that no job is worth nothing): what a start of
