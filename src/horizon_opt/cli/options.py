@@ -111,8 +111,8 @@ DeadlineOdds = Annotated[
     typer.Option(
         "--deadline-odds/--no-deadline-odds",
         help="For -expect and -risk re-plans: a job with a deadline is worth its chance of "
-        "ending in time, half its value for a start whose learned run ends by it, all of it "
-        "for a start whose limit does.",
+        "ending in time, read off the ended runs: half its value for a start whose learned run "
+        "ends by it, all of it for a start whose limit does (docs/simulate.md).",
     ),
 ]
 SOLVER_LIST = "\n\n".join(f"{s.name}: {s.description}" for s in SOLVERS.values())
