@@ -112,7 +112,8 @@ DeadlineOdds = Annotated[
         "--deadline-odds/--no-deadline-odds",
         help="For -expect and -risk re-plans: a job with a deadline is worth its chance of "
         "ending in time, read off the ended runs: half its value for a start whose learned run "
-        "ends by it, all of it for a start whose limit does (docs/simulate.md).",
+        "ends by it, more for an early start (all of it where its limit ends by it; "
+        "docs/simulate.md).",
     ),
 ]
 SOLVER_LIST = "\n\n".join(f"{s.name}: {s.description}" for s in SOLVERS.values())

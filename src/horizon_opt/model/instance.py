@@ -98,8 +98,8 @@ class Promise:
     the job on `pool` at `start`, on time, earns `bonus` on top of its value, so a move must gain
     more than that to be worth it. With `by`, a start at or before `start` on any pool keeps it
     (a predicted start people were told: `replan.with_held_promises`), or with `by_pool`, at or
-    before each pool's own latest start (a start early enough to end in time by its limit:
-    `simulate.deadline_odds`)."""
+    before each pool's own latest start (where a deadline job's chance of ending in time is
+    read: `simulate.deadline_odds`)."""
 
     pool: int
     start: int

@@ -49,8 +49,8 @@ def _with_odds(
     assert job.deadline is not None
     first = max(now, job.release)
     points = {}  # pool -> (the start that matters, the chance of ending in time from it)
-    for p in sorted(job.durations):
-        if p not in limits or job.deadline - first <= 0:
+    for p in sorted(job.durations) if job.deadline > first else ():
+        if p not in limits:
             continue
         start = max(first, job.deadline - limits[p])
         odds = runtimes.within((job.deadline - start) / limits[p], klass)

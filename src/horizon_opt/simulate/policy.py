@@ -86,8 +86,8 @@ class Policy:
     # (`-risk`) ...learning run times and completions per gang class, each job's value times
     # its class's share of completed runs
     risk: bool = False
-    # (`-expect`) ...each job with a deadline worth the quantile's share of its value when its
-    # learned run ends by it, its whole value when its limit does (`simulate.deadline_odds`)
+    # (`-expect`, `-risk`) ...each job with a deadline worth its chance of ending in time, read
+    # off the ended runs (`simulate.deadline_odds`)
     deadline_odds: bool = False
     at_events: bool = False  # a full re-plan at every event (`@event`), none on a timer
 
