@@ -106,7 +106,7 @@ VARIANTS: dict[str, Variant] = {
         "cpsat-expect@event", keep=0.5, due=0.9
     ),
     "cpsat-expect@event (deadline odds)": Variant("cpsat-expect@event", odds=True),
-    "cpsat-expect@event (deadline odds, keep promises 0.5)": Variant(
+    "cpsat-expect@event (deadline odds and keep promises 0.5)": Variant(
         "cpsat-expect@event", keep=0.5, odds=True
     ),
     "cpsat-risk@event (deadline odds)": Variant("cpsat-risk@event", odds=True),
