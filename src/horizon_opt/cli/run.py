@@ -224,12 +224,12 @@ def simulate_cmd(
     for p in chosen:
         typer.echo(f"replaying {p.name} ...", err=True)
         replays.extend(simulate(inst, [p], world, options, window=measured))
-    held = f", promises held at {keep_promises:g}" if keep_promises else ""
-    held += ", deadline odds" if deadline_odds else ""
+    options_set = f", promises held at {keep_promises:g}" if keep_promises else ""
+    options_set += ", deadline odds" if deadline_odds else ""
     h = inst.hours_per_slot
     heading = (
         f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "
-        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan, seed {solver_seed}{held}; "
+        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan, seed {solver_seed}{options_set}; "
         f"window {measured.start * h:g}-{measured.end * h:g} h\n\n"
     )
     summary = _write_replays(out, inst, world, replays, heading, charts)

@@ -113,7 +113,7 @@ class Promise:
         """The latest start on `pool` that keeps a `by` promise (-1: none does)."""
         if not self.by_pool:
             return self.start
-        return dict(self.by_pool).get(pool, -1)
+        return next((s for p, s in self.by_pool if p == pool), -1)
 
     def kept(self, pool: int, start: int) -> bool:
         """Whether a run on `pool` from `start` keeps the promise (on time: callers check)."""
