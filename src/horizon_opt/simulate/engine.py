@@ -346,51 +346,62 @@ class _Replayer:
                     self.stop(k, t)
 
     def start_jobs(self, t: int) -> bool:
-        """Start what the plan starts at `t`; returns whether a start was blocked."""
-        blocked = False
+        """Start what the plan starts at `t`; returns whether a start was blocked. A start whose
+        GPUs are taken tries other GPUs the plan leaves free, first beside the other starts at
+        `t`, then, once those have started or are blocked too, on the GPUs the blocked ones
+        were given: a blocked start does not hold its GPUs idle for a slot."""
         used, held = self.live.holdings()
-        for j in self.planned.at.get(t, []):
-            if j in self.gone or j in self.live.running:
-                continue
-            job = self.inst.jobs[j]
-            pool, gpus = self.planned.seats[j]
-            end = self.planned.ends[j]
-            ready = all(p in self.done for p in job.after)
-            if ready and self.reclaim(gpus, t):
-                used, held = self.live.holdings()
-            fits = all(
-                not held[n] & set(g)
-                and used[n] + len(g) + self.serving.reserved[n, t] + self.serving.extra[n]
-                <= self.inst.capacity[n, t]
-                for n, g in gpus.items()
-            )
-            other = self.reseat(j, t, used, held) if ready and not fits else None
-            if other is not None:  # its GPUs are taken: other GPUs the plan leaves free
-                (pool, gpus, end), fits = other, True
-            if not (ready and fits):
-                blocked = True
-                continue
-            estimate = job.durations[pool]
-            real = self.world.run_slots(job.id, estimate)
-            self.live.running[j] = LiveRun(
-                j, pool, t, t + real, dict(gpus), job.id in self.world.fails
-            )
-            self.book.start(j, t)
-            self.predictions.started(j, end - t)
-            if self.bets is not None:
-                self.bets.started(j, end)
-            for n, g in gpus.items():
-                used[n] += len(g)
-                held[n].update(g)
-        return blocked
+        blocked = [j for j in self.planned.at.get(t, []) if not self.start(j, t, used, held, True)]
+        return not all([self.start(j, t, used, held, False) for j in blocked])
+
+    def start(self, j: int, t: int, used: IntArray, held: dict[int, set[int]], first: bool) -> bool:
+        """Start planned job `j` at `t` (`used` and `held`, the running jobs' GPUs, take its
+        GPUs too) on its planned GPUs or others (`reseat`; beside every other start planned at
+        `t` on the `first` try, else only beside those from `t + 1`); returns whether it
+        started or needs no start."""
+        if j in self.gone or j in self.live.running:
+            return True
+        job = self.inst.jobs[j]
+        pool, gpus = self.planned.seats[j]
+        end = self.planned.ends[j]
+        if not all(p in self.done for p in job.after):
+            return False
+        if first and self.reclaim(gpus, t):  # (the GPUs of the jobs it stopped are free now)
+            now_used, now_held = self.live.holdings()
+            used[:] = now_used
+            held.clear()
+            held.update(now_held)
+        fits = first and all(
+            not held[n] & set(g)
+            and used[n] + len(g) + self.serving.reserved[n, t] + self.serving.extra[n]
+            <= self.inst.capacity[n, t]
+            for n, g in gpus.items()
+        )
+        if not fits:
+            other = self.reseat(j, t, used, held, after=t if first else t + 1)
+            if other is None:
+                return False
+            pool, gpus, end = other  # its GPUs are taken: other GPUs the plan leaves free
+        real = self.world.run_slots(job.id, job.durations[pool])
+        self.live.running[j] = LiveRun(j, pool, t, t + real, dict(gpus), job.id in self.world.fails)
+        self.book.start(j, t)
+        self.predictions.started(j, end - t)
+        if self.bets is not None:
+            self.bets.started(j, end)
+        for n, g in gpus.items():
+            used[n] += len(g)
+            held[n].update(g)
+        return True
 
     def reseat(
-        self, j: int, t: int, used: IntArray, held: dict[int, set[int]]
+        self, j: int, t: int, used: IntArray, held: dict[int, set[int]], after: int
     ) -> tuple[int, dict[int, tuple[int, ...]], int] | None:
         """(pool, GPUs, planned end) for job `j`, whose planned GPUs are taken at `t`: GPUs the
-        plan leaves free for its planned run on its planned pool or, failing that, on another
-        of its pools for as long a run there (`simulate.dispatch`); None when none is free."""
-        others = self.planned.others(j, t, self.live.running.keys() | self.gone)
+        plan leaves free for its planned run, beside its other starts from `after` on, on its
+        planned pool or, failing that, on another of its pools for as long a run there
+        (`simulate.dispatch`); None when none is free."""
+        made = self.live.running.keys() | self.gone
+        others = [o for o in self.planned.others(j, t, made) if o[0] >= after]
         taken, room = used + self.serving.extra, self.serving.batch_room
         for pool, end in self.seats_to_try(j, t):
             gang = self.inst.jobs[j].gangs[pool]
