@@ -9,8 +9,8 @@ variants differ by what they decide, not by the machine's load. Reports per vari
 mean and worst realized pwo (or pwo in the measured window, `--figure window`) against the
 peer's, a distribution-free 95% interval of that median (order statistics; none below 6
 pairs), on how many (world, solver seed) pairs it beats the peer, the median promise error
-with its P50 error and P90 coverage, and per pair. A difference whose interval spans zero is
-not one the draws can tell from noise.
+with its P50 error and P90 coverage, each variant against the first pair by pair, and per
+pair. A difference whose interval spans zero is not one the draws can tell from noise.
 
     .venv/bin/python benchmarks/loop_seeds.py --jobs 2 --seeds 10 \\
         --out benchmarks/results/loop_seeds.md
@@ -234,12 +234,37 @@ def report(
             f"{min(v):+.1f}% | {above} of {len(v)} | "
             f"{_promises(rows, k)} | {sum(r[f'{k} s'] for r in rows):.0f} |"
         )
+    lines += paired(rows, labels, suffix)
     lines += ["", "| seed | solver seed | peer | " + " | ".join(labels) + " |"]
     lines += ["| ---: | ---: | ---: |" + " ---: |" * len(labels)]
     for i, r in enumerate(rows):
         cells = " | ".join(f"{r[f'{k}{suffix}']:,.0f} ({pct[k][i]:+.1f}%)" for k in labels)
         lines.append(f"| {r['seed']:.0f} | {r['solver seed']:.0f} | {peer(r):,.0f} | {cells} |")
     return "\n".join(lines) + "\n"
+
+
+def paired(rows: list[dict[str, float]], labels: tuple[str, ...], suffix: str) -> list[str]:
+    """Each variant against the first, pair by pair (the same world and solver seed): the median
+    difference with its 95% interval, and in how many pairs it does better or worse. Two
+    variants' medians against the peer can differ while their pairs say they are even."""
+    if len(labels) < 2:
+        return []
+    first = labels[0]
+    lines = [
+        "",
+        f"| variant | against {first}: median | median, 95% interval | better / worse / even |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for k in labels[1:]:
+        d = [100.0 * (r[f"{k}{suffix}"] / r[f"{first}{suffix}"] - 1.0) for r in rows]
+        interval = median_interval(d)
+        span = "" if interval is None else f"{interval[0]:+.1f}% to {interval[1]:+.1f}%"
+        counts = (sum(x > 0 for x in d), sum(x < 0 for x in d), sum(x == 0 for x in d))
+        lines.append(
+            f"| {k} | {statistics.median(d):+.1f}% | {span} | "
+            f"{counts[0]} / {counts[1]} / {counts[2]} |"
+        )
+    return lines
 
 
 def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float] | None:

@@ -111,3 +111,15 @@ def test_the_median_interval_is_the_binomial_order_statistics() -> None:
     assert interval([float(x) for x in range(10)]) == (1.0, 8.0)
     assert interval([float(x) for x in range(5)]) is None
     assert interval([5.0, 1.0, 3.0, 0.0, 4.0, 2.0]) == (0.0, 5.0)
+
+
+def test_loop_seeds_compares_each_variant_with_the_first_pair_by_pair() -> None:
+    # Three pairs: b is 10% above a, 10% below, then even; c is 50% above in every pair.
+    rows = [
+        {"a w": 100.0, "b w": 110.0, "c w": 150.0},
+        {"a w": 200.0, "b w": 180.0, "c w": 300.0},
+        {"a w": 50.0, "b w": 50.0, "c w": 75.0},
+    ]
+    lines = load("loop_seeds").paired(rows, ("a", "b", "c"), " w")
+    assert lines[-2:] == ["| b | +0.0% |  | 1 / 1 / 1 |", "| c | +50.0% |  | 3 / 0 / 0 |"]
+    assert load("loop_seeds").paired(rows, ("a",), " w") == []
