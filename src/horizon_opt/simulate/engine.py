@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -38,15 +37,14 @@ from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
 from horizon_opt.simulate.predictions import PredictionLog
 from horizon_opt.simulate.promise_intervals import PromiseBook
-from horizon_opt.simulate.quota_reclaim import Holding, reclaim_victims
 from horizon_opt.simulate.replay_figures import Replay, SlotTotals
 from horizon_opt.simulate.serving import Serving
 from horizon_opt.simulate.starvation import starved_jobs
+from horizon_opt.simulate.stopping import Stopper
 from horizon_opt.simulate.window import Window, WindowTally
 from horizon_opt.simulate.world import World
 from horizon_opt.solvers import SolveOptions, solve
 from horizon_opt.solvers.alone import AloneView
-from horizon_opt.solvers.reclaim import quotas_bind
 
 
 def require_empty_cluster(instance: Instance, name: str | None = None) -> None:
@@ -93,9 +91,8 @@ class _Replayer:
         self.done: set[int] = set()  # ended successfully
         self.gone: set[int] = set()  # ended: done, failed or cancelled
         self.failed = self.cancelled = self.user_cancelled = 0
-        self.reclaimed: dict[int, int] = defaultdict(int)  # team -> its runs preempted for quota
-        self.quotas = quotas_bind(instance)  # without a quota, nothing is reclaimed
         self.serving = Serving(instance, world)  # inference: reserved, ran, served
+        self.stopper = Stopper(instance, self.live, self.serving, self.predictions, self.bets)
         self.realized = 0.0
         self.plan: Plan | None = None
         self.decisions = self.replans = 0
@@ -243,10 +240,6 @@ class _Replayer:
                 self.cancelled += 1
                 self.cancel_after(s)
 
-    def overrunning(self, j: int, t: int) -> bool:
-        """Whether running job `j` is past the end its plan bet on (on borrowed time)."""
-        return self.bets is not None and self.bets.overrunning(j, t)
-
     def to_predict(self, t: int) -> set[int]:
         """The waiting jobs a `-predict` policy bets on: those whose limit cannot end in time
         from `t` even alone on the cluster (see `simulate.runtimes`)."""
@@ -258,36 +251,10 @@ class _Replayer:
             and not self.alone.can_start(self.inst.jobs[j], t, self.inst.windows[j].latest_end)
         }
 
-    def stop_on_outages(self, t: int) -> bool:
-        """Stop the runs on a node that is down at `t` (only a run that outlived the end its plan
-        believed can be there); returns whether one was stopped."""
-        stopped = [j for j, r in self.live.running.items() if self.live.down_from(r, t) == t]
-        for j in stopped:
-            self.stop(j, t)
-        return bool(stopped)
-
-    def preempt_one(self, pool: int, t: int) -> bool:
-        """Stop a job on `pool`: one on borrowed time first, else the lowest-value one (latest
-        start first among equals)."""
-        on_pool = [j for j, r in self.live.running.items() if r.pool == pool]
-        if not on_pool:
-            return False
-        j = min(
-            on_pool,
-            key=lambda k: (
-                not self.overrunning(k, t),
-                self.inst.jobs[k].value,
-                -self.live.running[k].start,
-                k,
-            ),
-        )
-        self.stop(j, t)
-        return True
-
     def reclaim_quotas(self, t: int) -> bool:
-        """Preempt the running borrowers that keep ready jobs out of their teams' quotas at `t`
-        (`simulate.quota_reclaim`); returns whether one was stopped."""
-        if not self.quotas:
+        """Take back the teams' quotas from running borrowers that keep ready jobs out at `t`;
+        returns whether one was stopped."""
+        if not self.stopper.quotas:
             return False
         inst = self.inst
         ready = [
@@ -297,53 +264,7 @@ class _Replayer:
             and inst.jobs[j].release <= t
             and all(p in self.done for p in inst.jobs[j].after)
         ]
-        spare = np.maximum(
-            inst.capacity[:, t] - self.live.gpus_used() - self.serving.reserved[:, t], 0
-        )
-        free = np.bincount(inst.node_pool, weights=spare, minlength=len(inst.pools))
-        held = {j: Holding(r.pool, r.start) for j, r in self.live.running.items()}
-        victims = reclaim_victims(inst, held, ready, free.astype(np.int64), t)
-        for j in victims:
-            self.stop(j, t)
-            team = inst.jobs[j].team
-            assert team is not None  # a borrower is a team's job
-            self.reclaimed[team] += 1
-        return bool(victims)
-
-    def stop(self, j: int, t: int) -> None:
-        """Preempt running job `j` at `t`: it loses its progress and waits again."""
-        self.live.preempt(j, t)
-        self.predictions.stopped(j)
-        if self.bets is not None:
-            self.bets.stopped(j)
-
-    def reclaim(self, gpus: dict[int, tuple[int, ...]], t: int) -> bool:
-        """Preempt the jobs on borrowed time that hold any of `gpus` (a planned start needs
-        them); returns whether one was stopped."""
-        takers = [
-            k
-            for k, r in self.live.running.items()
-            if self.overrunning(k, t)
-            and any(set(r.gpus.get(n, ())) & set(g) for n, g in gpus.items())
-        ]
-        for k in takers:
-            self.stop(k, t)
-        return bool(takers)
-
-    def reclaim_for_inference(self, t: int) -> None:
-        """Preempt jobs on borrowed time on the nodes where the plan's inference reservation at
-        `t` needs their GPUs."""
-        used = self.live.gpus_used()
-        for n in np.flatnonzero(
-            used + self.serving.reserved[:, t] > self.inst.capacity[:, t]
-        ).tolist():
-            for k in [k for k, r in self.live.running.items() if n in r.gpus]:
-                over = (
-                    self.live.gpus_used()[n] + self.serving.reserved[n, t]
-                    > self.inst.capacity[n, t]
-                )
-                if over and self.overrunning(k, t):
-                    self.stop(k, t)
+        return self.stopper.quotas_back(t, ready)
 
     def start_jobs(self, t: int) -> bool:
         """Start what the plan starts at `t`; returns whether a start was blocked. A start whose
@@ -366,7 +287,9 @@ class _Replayer:
         end = self.planned.ends[j]
         if not all(p in self.done for p in job.after):
             return False
-        if first and self.reclaim(gpus, t):  # (the GPUs of the jobs it stopped are free now)
+        if first and self.stopper.for_start(
+            gpus, t
+        ):  # (the GPUs of the jobs it stopped are free now)
             now_used, now_held = self.live.holdings()
             used[:] = now_used
             held.clear()
@@ -439,16 +362,16 @@ class _Replayer:
             by_slot.append(self.realized)
             event |= t in releases
             event |= self.bets is not None and self.bets.event(t, self.live.running)
-            event |= self.stop_on_outages(t)
+            event |= self.stopper.on_outages(t)
             event |= self.reclaim_quotas(t)
             due = policy.due(t)
             if due or (event and not policy.open_loop):
                 self.decide(t, due)
-            self.reclaim_for_inference(t)
+            self.stopper.for_inference(t)
             served, wanted, missing, preempted = self.serving.serve(
                 t,
                 self.live.gpus_used,
-                self.preempt_one,
+                self.stopper.preempt_one,
                 self.planned.gpus_at(t, self.live.running.keys() | self.gone, inst.num_nodes),
             )
             blocked = self.start_jobs(t)
@@ -492,8 +415,8 @@ def _figures(r: _Replayer, totals: SlotTotals, by_slot: list[float]) -> Replay:
         failed=r.failed,
         cancelled=r.cancelled,
         cancelled_by_user=r.user_cancelled,
-        reclaims=sum(r.reclaimed.values()),
-        reclaimed_by_team={inst.teams[k].name: n for k, n in r.reclaimed.items()},
+        reclaims=sum(r.stopper.reclaimed.values()),
+        reclaimed_by_team={inst.teams[k].name: n for k, n in r.stopper.reclaimed.items()},
         preemptions=r.live.preemptions,
         lost_gpu_hours=r.live.lost,
         slo_short_replica_hours=totals.short * inst.hours_per_slot,
