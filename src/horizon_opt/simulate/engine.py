@@ -31,7 +31,7 @@ from horizon_opt.plans.plan import Plan
 from horizon_opt.simulate.audit import Audit, told_spec
 from horizon_opt.simulate.bets import RunTimeBets
 from horizon_opt.simulate.deadline_odds import with_deadline_odds
-from horizon_opt.simulate.dispatch import PlannedStarts, reseat
+from horizon_opt.simulate.dispatch import Gpus, PlannedStarts, reseat
 from horizon_opt.simulate.live_runs import LiveRun, LiveRuns
 from horizon_opt.simulate.planning import open_ended
 from horizon_opt.simulate.policy import Policy
@@ -270,10 +270,36 @@ class _Replayer:
         """Start what the plan starts at `t`; returns whether a start was blocked. A start whose
         GPUs are taken tries other GPUs the plan leaves free, first beside the other starts at
         `t`, then, once those have started or are blocked too, on the GPUs the blocked ones
-        were given: a blocked start does not hold its GPUs idle for a slot."""
+        were given: a blocked start does not hold its GPUs idle for a slot. Then, when the
+        policy starts early, the later starts that fit now (`start_early`)."""
         used, held = self.live.holdings()
         blocked = [j for j in self.planned.at.get(t, []) if not self.start(j, t, used, held, True)]
-        return not all([self.start(j, t, used, held, False) for j in blocked])
+        some_blocked = not all([self.start(j, t, used, held, False) for j in blocked])
+        if self.policy.start_early:
+            self.start_early(t, used, held)
+        return some_blocked
+
+    def start_early(self, t: int, used: IntArray, held: dict[int, set[int]]) -> None:
+        """Start now, in the plan's order, each job it starts later that is ready and fits for
+        its planned run on GPUs no other planned start needs over that run (`reseat`): GPUs
+        idle now that the plan gives nobody go to a job waiting for them, as a scheduler
+        backfills. A job of a team with a limit or quota waits for its slot (moving it could
+        break the team's rules)."""
+        for s in sorted(k for k in self.planned.at if k > t):
+            for j in self.planned.at[s]:
+                job = self.inst.jobs[j]
+                team = self.inst.teams[job.team] if job.team is not None else None
+                if (
+                    j in self.gone
+                    or j in self.live.running
+                    or job.release > t
+                    or not all(p in self.done for p in job.after)
+                    or (team is not None and (team.limit or team.quota))
+                ):
+                    continue
+                seat = self.reseat(j, t, used, held, after=t + 1, planned_start=s)
+                if seat is not None:
+                    self.launch(j, t, *seat, used, held)
 
     def start(self, j: int, t: int, used: IntArray, held: dict[int, set[int]], first: bool) -> bool:
         """Start planned job `j` at `t` (`used` and `held`, the running jobs' GPUs, take its
@@ -305,6 +331,21 @@ class _Replayer:
             if other is None:
                 return False
             pool, gpus, end = other  # its GPUs are taken: other GPUs the plan leaves free
+        self.launch(j, t, pool, gpus, end, used, held)
+        return True
+
+    def launch(
+        self,
+        j: int,
+        t: int,
+        pool: int,
+        gpus: Gpus,
+        end: int,
+        used: IntArray,
+        held: dict[int, set[int]],
+    ) -> None:
+        """Job `j` runs from `t` on `gpus` of `pool`, planned to end at `end`."""
+        job = self.inst.jobs[j]
         real = self.world.run_slots(job.id, job.durations[pool])
         self.live.running[j] = LiveRun(j, pool, t, t + real, dict(gpus), job.id in self.world.fails)
         self.book.start(j, t)
@@ -314,19 +355,24 @@ class _Replayer:
         for n, g in gpus.items():
             used[n] += len(g)
             held[n].update(g)
-        return True
 
     def reseat(
-        self, j: int, t: int, used: IntArray, held: dict[int, set[int]], after: int
-    ) -> tuple[int, dict[int, tuple[int, ...]], int] | None:
-        """(pool, GPUs, planned end) for job `j`, whose planned GPUs are taken at `t`: GPUs the
-        plan leaves free for its planned run, beside its other starts from `after` on, on its
-        planned pool or, failing that, on another of its pools for as long a run there
-        (`simulate.dispatch`); None when none is free."""
+        self,
+        j: int,
+        t: int,
+        used: IntArray,
+        held: dict[int, set[int]],
+        after: int,
+        planned_start: int | None = None,
+    ) -> tuple[int, Gpus, int] | None:
+        """(pool, GPUs, planned end) for job `j`, planned to start at `planned_start` (default
+        `t`), to start at `t`: GPUs the plan leaves free for its planned run, beside its other
+        starts from `after` on, on its planned pool or, failing that, on another of its pools
+        for as long a run there (`simulate.dispatch`); None when none is free."""
         made = self.live.running.keys() | self.gone
         others = [o for o in self.planned.others(j, t, made) if o[0] >= after]
         taken, room = used + self.serving.extra, self.serving.batch_room
-        for pool, end in self.seats_to_try(j, t):
+        for pool, end in self.seats_to_try(j, t, t if planned_start is None else planned_start):
             gang = self.inst.jobs[j].gangs[pool]
             run = (t, end)
             gpus = reseat(self.inst, pool, gang, run, taken, held, room, others)
@@ -334,12 +380,13 @@ class _Replayer:
                 return pool, gpus, end
         return None
 
-    def seats_to_try(self, j: int, t: int) -> list[tuple[int, int]]:
-        """(pool, planned end) of job `j` started at `t`: its planned pool, then (unless a
-        team's limit or quota ties it to a pool) its other pools, fastest first, where its
-        planned run, scaled by the pools' limits, still ends on time if it did."""
+    def seats_to_try(self, j: int, t: int, planned_start: int) -> list[tuple[int, int]]:
+        """(pool, planned end) of job `j`, planned to start at `planned_start`, started at `t`:
+        its planned pool, then (unless a team's limit or quota ties it to a pool) its other
+        pools, fastest first, where its planned run, scaled by the pools' limits, still ends on
+        time if it did."""
         pool, _ = self.planned.seats[j]
-        planned = self.planned.ends[j]
+        planned = t + self.planned.ends[j] - planned_start
         job, window = self.inst.jobs[j], self.inst.windows[j]
         out = [(pool, planned)]
         team = self.inst.teams[job.team] if job.team is not None else None

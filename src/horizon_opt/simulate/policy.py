@@ -90,6 +90,9 @@ class Policy:
     # off the ended runs (`simulate.deadline_odds`)
     deadline_odds: bool = False
     at_events: bool = False  # a full re-plan at every event (`@event`), none on a timer
+    # jobs the plan starts later start now when they fit on GPUs no other planned start needs
+    # over their planned run (`engine._Replayer.start_early`)
+    start_early: bool = False
 
     @property
     def online(self) -> bool:
