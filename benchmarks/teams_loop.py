@@ -112,7 +112,9 @@ def run(path: str, seed: int, seconds: float, kind: str) -> list[dict[str, Any]]
                     "seed": seed,
                     "policy": name,
                     "pwo": r.realized_pwo,
+                    "window": r.window_pwo,
                     "preemptions": r.preemptions,
+                    "starved": r.starved,
                     "reclaims": r.reclaims,
                     "team": team,
                     "share": f.share,
@@ -141,21 +143,24 @@ def report(path: str, rows: list[dict[str, Any]], seconds: float, kind: str, com
         f"least {TARGET:.0%} of its quota share.",
         "",
         "| policy | teams with enough work meeting the target | waits within quota: kept out / "
-        "full / idle | realized pwo vs backfill (median) | preemptions (for quota), all seeds |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "full / idle | realized pwo vs backfill (median) | window pwo vs backfill (median) "
+        "| preemptions (for quota), all seeds | starved jobs, all seeds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    base = {r["seed"]: r["pwo"] for r in rows if r["policy"] == "backfill"}
+    base = {r["seed"]: r for r in rows if r["policy"] == "backfill"}
     for name in POLICIES:
         mine = [r for r in rows if r["policy"] == name]
         enough = [r for r in mine if r["enough"]]
         per_seed = {r["seed"]: r for r in mine}
-        gains = sorted(100 * (per_seed[s]["pwo"] / base[s] - 1) for s in seeds)
+        gains = _median_gain(per_seed, base, seeds, "pwo")
+        window = _median_gain(per_seed, base, seeds, "window")
+        starved = sum(per_seed[s]["starved"] for s in seeds)
         pre = sum(per_seed[s]["preemptions"] for s in seeds)
         rec = sum(per_seed[s]["reclaims"] for s in seeds)
         waits = " / ".join(str(sum(r["waits"][k] for r in mine)) for k in range(3))
         lines.append(
             f"| {name} | {sum(map(_met, enough))} of {len(enough)} | {waits} | "
-            f"{gains[len(gains) // 2]:+.1f}% | {pre} ({rec}) |"
+            f"{gains:+.1f}% | {window:+.1f}% | {pre} ({rec}) | {starved} |"
         )
     lines += [
         "",
@@ -172,6 +177,14 @@ def report(path: str, rows: list[dict[str, Any]], seconds: float, kind: str, com
             f"{r['reclaimed']} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _median_gain(
+    rows: dict[int, dict[str, Any]], base: dict[int, dict[str, Any]], seeds: list[int], key: str
+) -> float:
+    """The median over `seeds` of `rows`' figure `key` against `base`'s, in percent."""
+    gains = sorted(100 * (rows[s][key] / base[s][key] - 1) for s in seeds)
+    return gains[len(gains) // 2]
 
 
 def _world(kind: str) -> str:
