@@ -220,8 +220,8 @@ def _place(
     t: int,
 ) -> None:
     """Place `jobs` (most valuable first, predecessors before) at their earliest fit from slot
-    t that ends in time; a job placed already moves only to start earlier and end no later, and
-    one without a fit stays out."""
+    t that ends in time; a job placed already moves only to start earlier (and end before the
+    jobs after it start), and one without a fit stays out."""
     wanted = set(jobs)
     rank = {j: -instance.jobs[j].value for j in jobs}
     grid = grid_beside(instance, layout, list(placed.values()))  # kept in step below
@@ -238,9 +238,18 @@ def _place(
         ready = window.after([t, *(placed[q].end(instance) for q in job.after)])
         fit = earliest_start(grid, job, ready, window.latest_end)
         new = None if fit is None else Placement(j, fit.pool, fit.start, fit.nodes)
-        # (an earlier start that ends later, on a slower pool, could end after a successor starts)
+        # (an earlier start that ends later, on a slower pool, must still end before its
+        # successors start)
         if new is not None and (
-            old is None or (new.start < old.start and new.end(instance) <= old.end(instance))
+            old is None
+            or (
+                new.start < old.start
+                and all(
+                    placed[s].start >= new.end(instance)
+                    for s in instance.successors[j]
+                    if s in placed
+                )
+            )
         ):
             placed[j] = new
         elif old is not None:
