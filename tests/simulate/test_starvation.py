@@ -90,6 +90,21 @@ def test_a_failed_predecessor_starves_nobody() -> None:
     assert [s.job for s in starved_jobs(inst, audit)] == ["big"]  # it never ran, 10 > 3
 
 
+def test_idle_gpus_beyond_the_teams_limit_starve_nobody() -> None:
+    """TEN with one team limited to 4 GPUs of p, "big" and "small" its jobs: "small" runs 0-2
+    beside 4 idle GPUs, then the node is idle, "big" (8 GPUs) never fits the limit; "next"
+    (no team) runs 2-3. Without the limit "big" would have fitted from slot 3 on."""
+    spec = {**TEN, "teams": [{"name": "red", "limit": {"p": 4}}]}
+    spec["jobs"] = [
+        {**TEN["jobs"][0], "team": "red"},
+        {**TEN["jobs"][1], "team": "red"},
+        TEN["jobs"][2],
+    ]
+    audit = Audit([run("small", 0, 2, 4), run("next", 2, 3, 4)], [], [])
+    assert starved_jobs(build(spec), audit) == []
+    assert [s.job for s in starved_jobs(build(TEN), audit)] == ["big"]
+
+
 @pytest.mark.parametrize("name", ["backfill", "cpsat", "cpsat@event", "cpsat-expect@event"])
 def test_a_job_longer_than_the_horizon_is_not_starved(name: str) -> None:
     """LONG: a 72-slot job on an idle cluster with a 48-slot horizon; every policy starts it."""

@@ -1,6 +1,6 @@
 """Starved jobs: a job that waited, ready to run, while GPUs it could use sat idle for longer
-than its own limit: it could have run whole, start to end, on GPUs nothing used, and the
-policy did not start it.
+than its own limit: it could have run whole, start to end, on GPUs nothing used (and within its
+team's limit on the pool, validity rule 8), and the policy did not start it.
 
 Found from a replay's audit alone (what ran where, and the replicas that served inference),
 not from the replayer's own state, so that it checks the replay rather than repeats it."""
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from horizon_opt.model.instance import Instance, IntArray
+from horizon_opt.model.teams import team_usage
 from horizon_opt.simulate.audit import Audit, Run
 
 
@@ -38,6 +39,27 @@ def idle_gpus(instance: Instance, audit: Audit) -> IntArray:
         used[nodes.start : nodes.stop] += ran * service.gpus_per_replica
     idle: IntArray = np.maximum(instance.capacity - used, 0)
     return idle
+
+
+def limit_room(instance: Instance, audit: Audit) -> IntArray:
+    """[teams, P, S] GPUs each team's limit left its jobs on each pool (a large number where it
+    has no limit): the limit less what the team's runs held."""
+    runs = (
+        (
+            instance.jobs[instance.job_index[run.job]].team,
+            instance.pool_index[run.pool],
+            run.start,
+            min(run.end, instance.slots),
+            sum(len(g) for g in run.gpus.values()),
+        )
+        for run in audit.runs
+    )
+    used = team_usage(len(instance.teams), len(instance.pools), instance.slots, runs)
+    room = np.full_like(used, np.iinfo(np.int64).max // 2)
+    for team in instance.teams:
+        for pool, cap in team.limit.items():
+            room[team.index, pool] = cap - used[team.index, pool]
+    return room
 
 
 def _ready_slots(instance: Instance, job: int, runs: dict[str, list[Run]]) -> np.ndarray:
@@ -72,16 +94,21 @@ def _run_lengths(flags: np.ndarray) -> np.ndarray:
     return out
 
 
-def _whole_runs(instance: Instance, job: int, idle: IntArray, ready: np.ndarray) -> np.ndarray:
+def _whole_runs(
+    instance: Instance, job: int, idle: IntArray, room: IntArray, ready: np.ndarray
+) -> np.ndarray:
     """[S] whether a whole run of the job could have ended at each slot: on one pool it may use,
-    its gang's nodes each had its GPUs idle for every slot of the run, and it was ready
-    throughout."""
+    its gang's nodes each had its GPUs idle for every slot of the run, its team's limit there
+    (`room`, `limit_room`) had room for it, and it was ready throughout."""
     spec = instance.jobs[job]
     waited = _run_lengths(ready)
     fits = np.zeros(instance.slots, dtype=bool)
     for pool, gang in spec.gangs.items():
         nodes = instance.pools[pool].node_range
-        free = _run_lengths(idle[nodes.start : nodes.stop] >= gang.gpus_per_node)
+        usable = idle[nodes.start : nodes.stop] >= gang.gpus_per_node
+        if spec.team is not None:
+            usable &= room[spec.team, pool] >= spec.gpus
+        free = _run_lengths(usable)
         run = spec.durations[pool]
         fits |= ((free >= run).sum(axis=0) >= gang.nodes) & (waited >= run)
     return fits
@@ -103,7 +130,7 @@ def starved_jobs(
 ) -> list[Starved]:
     """Every job that could have run whole on idle GPUs while it waited, but for those in
     `known_to_fail` (a policy told the outcomes rightly never starts them)."""
-    idle = idle_gpus(instance, audit)
+    idle, room = idle_gpus(instance, audit), limit_room(instance, audit)
     runs: dict[str, list[Run]] = {}
     for run in audit.runs:
         runs.setdefault(run.job, []).append(run)
@@ -112,7 +139,7 @@ def starved_jobs(
         if not job.durations or job.id in known_to_fail:
             continue
         ready = _ready_slots(instance, job.index, runs)
-        whole = _whole_runs(instance, job.index, idle, ready)
+        whole = _whole_runs(instance, job.index, idle, room, ready)
         if whole.any():
             waited = _longest_stretch_with(ready, whole)
             out.append(Starved(job.id, waited, min(job.durations.values())))
