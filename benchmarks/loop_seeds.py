@@ -55,7 +55,7 @@ class Variant(NamedTuple):
     headroom: float = 0.0  # planners reserve inference this share above the forecast too
     due: float | None = None  # a deadline counts as met when this quantile of run times meets it
     odds: bool = False  # a deadline job is worth its odds of ending in time (deadline_odds)
-    early: bool = False  # later planned starts that fit now start now (Policy.start_early)
+    early: bool | None = None  # later planned starts that fit now start now; None: the default
 
 
 VARIANTS: dict[str, Variant] = {
@@ -114,6 +114,10 @@ VARIANTS: dict[str, Variant] = {
     **{
         f"{name} (early starts)": Variant(name, early=True)
         for name in ("backfill", "backfill-expect", "cpsat@event", "cpsat-expect@event")
+    },
+    **{
+        f"{name} (no early starts)": Variant(name, early=False)
+        for name in ("cpsat@event", "cpsat-expect@event")
     },
     "backfill-expect (inference at its peak)": Variant("backfill-expect", at_peak=True),
     **{
@@ -177,7 +181,7 @@ def run(
             deadline_odds=v.odds,
         )
         p = replace(p, due_quantile=v.due) if v.due is not None else p
-        p = replace(p, start_early=True) if v.early else p
+        p = replace(p, start_early=v.early) if v.early is not None else p
         seen = at_peak(inst) if v.at_peak else inst  # (the world stays the one drawn)
         seen = with_headroom(seen, v.headroom) if v.headroom else seen
         row.update(_figures(label, replay(seen, drawn, p, options)))

@@ -384,19 +384,22 @@ class _Replayer:
         """(pool, planned end) of job `j`, planned to start at `planned_start`, started at `t`:
         its planned pool, then (unless a team's limit or quota ties it to a pool) its other
         pools, fastest first, where its planned run, scaled by the pools' limits, still ends on
-        time if it did."""
+        time if it did; only pools where a run up to its limit from `t` misses its blackouts."""
         pool, _ = self.planned.seats[j]
         planned = t + self.planned.ends[j] - planned_start
         job, window = self.inst.jobs[j], self.inst.windows[j]
         out = [(pool, planned)]
         team = self.inst.teams[job.team] if job.team is not None else None
-        if team is not None and (team.limit or team.quota):
-            return out
-        for q in sorted(job.durations, key=lambda q: (job.durations[q], q)):
-            end = t + math.ceil((planned - t) * job.durations[q] / job.durations[pool] - 1e-9)
-            if q != pool and (window.on_time(end) or not window.on_time(planned)):
-                out.append((q, end))
-        return out
+        if team is None or not (team.limit or team.quota):
+            for q in sorted(job.durations, key=lambda q: (job.durations[q], q)):
+                end = t + math.ceil((planned - t) * job.durations[q] / job.durations[pool] - 1e-9)
+                if q != pool and (window.on_time(end) or not window.on_time(planned)):
+                    out.append((q, end))
+        return [
+            (q, end)
+            for q, end in out
+            if t in window.allowed(job.durations[q], t, t + job.durations[q])
+        ]
 
     def run(self) -> Replay:
         inst, policy = self.inst, self.policy

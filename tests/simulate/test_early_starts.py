@@ -1,0 +1,49 @@
+"""Between its plans, a re-planning policy starts a job its plan starts later as soon as it fits
+on GPUs no other planned start needs over its planned run (`_Replayer.start_early`).
+
+One 4-GPU node, 6 hourly slots, no inference. `a` (priority 2, 4 GPUs, limit 3 slots, really 1)
+and `b` (priority 1, 4 GPUs, 2 slots) are released at 0. The plan at 0 runs `a` 0-3, then `b`
+3-5; the next full plan is due at 6, and the fill at `a`'s early end (slot 1) holds `b`'s
+promised start. With early starts `b` starts at 1, on the node `a` left idle (1-3, before any
+other planned start); without, it waits for slot 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from conftest import build
+from test_loop_mechanisms import FAST, audit_holds
+
+from horizon_opt.simulate import World, policy, replay
+
+SPEC = {
+    "name": "early",
+    "horizon": {"slots": 6, "slot_minutes": 60},
+    "pools": [{"name": "p", "gpu_type": "H100", "nodes": 1, "gpus_per_node": 4}],
+    "jobs": [
+        {"id": "a", "priority": 2, "gpus": 4, "duration": 3},
+        {"id": "b", "priority": 1, "gpus": 4, "duration": 2},
+    ],
+}
+WORLD = World({"a": 1 / 3, "b": 1.0}, frozenset(), ())
+
+
+@pytest.mark.parametrize("name", ["greedy", "cpsat"])
+@pytest.mark.parametrize(("early", "b_starts"), [(True, 1), (False, 3)])
+def test_a_later_start_that_fits_now_starts_now(name: str, early: bool, b_starts: int) -> None:
+    inst = build(SPEC)
+    p = policy(name, 6, 6)
+    assert p.start_early  # a re-planning policy starts early by default
+    r = replay(inst, WORLD, replace(p, start_early=early), FAST)
+    assert r.audit is not None
+    runs = {run.job: run.start for run in r.audit.runs}
+    assert runs == {"a": 0, "b": b_starts}
+    assert r.starved == 0 if early else r.starved == 1
+    audit_holds(inst, r)
+
+
+def test_online_and_open_loop_policies_do_not_start_early() -> None:
+    assert not policy("backfill", 6, 6).start_early
+    assert not policy("cpsat-open", 6, 6).start_early
