@@ -117,7 +117,7 @@ VARIANTS: dict[str, Variant] = {
     },
     **{
         f"{name} (no early starts)": Variant(name, early=False)
-        for name in ("cpsat@event", "cpsat-expect@event")
+        for name in ("cpsat", "cpsat@event", "cpsat-expect@event")
     },
     "backfill-expect (inference at its peak)": Variant("backfill-expect", at_peak=True),
     **{
