@@ -1,5 +1,6 @@
-"""Between its plans, a re-planning policy starts a job its plan starts later as soon as it fits
-on GPUs no other planned start needs over its planned run (`_Replayer.start_early`).
+"""Between its plans, a re-planning policy that starts early (by default, those that plan on
+learned run times) starts a job its plan starts later as soon as it fits on GPUs no other
+planned start needs over its planned run (`_Replayer.start_early`).
 
 One 4-GPU node, 6 hourly slots, no inference. `a` (priority 2, 4 GPUs, limit 3 slots, really 1)
 and `b` (priority 1, 4 GPUs, 2 slots) are released at 0. The plan at 0 runs `a` 0-3, then `b`
@@ -34,9 +35,7 @@ WORLD = World({"a": 1 / 3, "b": 1.0}, frozenset(), ())
 @pytest.mark.parametrize(("early", "b_starts"), [(True, 1), (False, 3)])
 def test_a_later_start_that_fits_now_starts_now(name: str, early: bool, b_starts: int) -> None:
     inst = build(SPEC)
-    p = policy(name, 6, 6)
-    assert p.start_early  # a re-planning policy starts early by default
-    r = replay(inst, WORLD, replace(p, start_early=early), FAST)
+    r = replay(inst, WORLD, replace(policy(name, 6, 6), start_early=early), FAST)
     assert r.audit is not None
     runs = {run.job: run.start for run in r.audit.runs}
     assert runs == {"a": 0, "b": b_starts}
@@ -44,6 +43,17 @@ def test_a_later_start_that_fits_now_starts_now(name: str, early: bool, b_starts
     audit_holds(inst, r)
 
 
-def test_online_and_open_loop_policies_do_not_start_early() -> None:
-    assert not policy("backfill", 6, 6).start_early
-    assert not policy("cpsat-open", 6, 6).start_early
+@pytest.mark.parametrize(
+    ("name", "early"),
+    [
+        ("cpsat-expect@event", True),
+        ("greedy-risk", True),
+        ("cpsat-pack", True),
+        ("cpsat@event", False),  # plans on limits: measured, early starts cost them pwo
+        ("cpsat", False),
+        ("backfill-expect", False),  # online: it plans at every event itself
+        ("cpsat-open", False),
+    ],
+)
+def test_who_starts_early_by_default(name: str, early: bool) -> None:
+    assert policy(name, 6, 6, slot_minutes=60).start_early is early

@@ -88,16 +88,16 @@ def test_an_event_cadence_only_for_a_re_planning_policy(name: str) -> None:
 def test_re_planning_at_an_event_starts_what_an_early_end_frees() -> None:
     """QUEUE (conftest): `first` (limit 4) then `second` (limit 2) on one 4-GPU node; `first`
     ends at slot 2 (half its limit). cpsat re-planning every 4 slots holds second's promised
-    start at 4 between re-plans (the fill keeps every promise), and starts it early, at 2, on
-    the node nothing else is planned on then; without early starts second runs 4-6.
-    cpsat@event re-plans at slot 2, the event, holding nothing: second runs 2-4."""
+    start at 4 between re-plans (the fill keeps every promise): second runs 4-6; starting early
+    it runs 2-4, on the node nothing else is planned on then. cpsat@event re-plans at slot 2,
+    the event, holding nothing: second runs 2-4."""
     inst = build(QUEUE)
     w = world_of(inst, {"first": 0.5})
     periodic = policy("cpsat", 4, 4)
-    held = replay(inst, w, replace(periodic, start_early=False), FAST)
+    early = replay(inst, w, replace(periodic, start_early=True), FAST)
     at_events = replay(inst, w, policy("cpsat@event", 4, 4, slot_minutes=60), FAST)
-    assert starts(replay(inst, w, periodic, FAST))["second"] == 2
-    assert starts(held)["second"] == 4
+    assert starts(replay(inst, w, periodic, FAST))["second"] == 4
+    assert starts(early)["second"] == 2
     assert starts(at_events)["second"] == 2
     assert at_events.replans == at_events.decisions == 3  # slot 0, the ends at 2 and 4
 

@@ -316,7 +316,7 @@ def test_online_policies(name: str) -> None:
 @pytest.mark.parametrize("name", ["greedy", "cpsat"])
 def test_periodic_policies(name: str) -> None:
     p = policy(name, 3, 2)
-    assert p == Policy(name, name, 3, 2, start_early=True)
+    assert p == Policy(name, name, 3, 2)
     assert not p.online and not p.open_loop
     assert p.fill == "backfill"
     assert [t for t in range(10) if p.due(t)] == [0, 3, 6, 9]

@@ -7,7 +7,6 @@ Hand-sized instances; each docstring works out the decision by hand.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -65,16 +64,15 @@ def test_backfill_value_orders_by_deadline_among_equal_density() -> None:
 def test_told_runtimes_plan_the_actual_durations() -> None:
     """`long` (estimate 4) really runs half of it: 2 slots. greedy re-plans only at slot 0
     (every 6 slots) and holds its promises between: told the estimate it promises `next` slot 4
-    and holds it; told the run times (-runtimes) it plans `next` at slot 2. (Without early
-    starts, which would start `next` at 2 either way.)"""
+    and holds it; told the run times (-runtimes) it plans `next` at slot 2."""
     inst = one(
         {"id": "long", "priority": 2, "gpus": 4, "duration": 4},
         {"id": "next", "priority": 1, "gpus": 4, "duration": 2},
     )
     w = world(inst, {"long": 0.5})
     assert told_spec(inst, w).jobs[0].duration == {"a": 2}
-    plain = replay(inst, w, replace(policy("greedy", 6, 6), start_early=False), FAST)
-    told = replay(inst, w, replace(policy("greedy-runtimes", 6, 6), start_early=False), FAST)
+    plain = replay(inst, w, policy("greedy", 6, 6), FAST)
+    told = replay(inst, w, policy("greedy-runtimes", 6, 6), FAST)
     assert starts(plain) == {"long": 0, "next": 4}
     assert starts(told) == {"long": 0, "next": 2}
 

@@ -20,10 +20,11 @@ no promised start (`@EVERY/FREEZE`, durations), whatever `--replan-every` and `-
 `cpsat@event` re-plans at every event instead, as the online policies decide, each plan started
 from the one before it (`@event/FREEZE` holds the promised starts within FREEZE).
 
-Between its plans a re-planning policy's plan is dispatched as a scheduler holds one: a job it
-starts later starts now when it fits, for its planned run, on GPUs no other planned start needs
-over that run, as Slurm's backfill starts a job early that delays no reservation
-(`start_early`). Online policies plan at every event themselves and go without.
+Between its plans, a re-planning policy that plans on learned run times (`-expect`, `-pack`,
+`-risk`) starts early: a job its plan starts later starts now when it fits, for its planned
+run, on GPUs no other planned start needs over that run, as Slurm's backfill starts a job early
+that delays no reservation (`start_early`). Plans on limits go without (measured, it cost them
+pwo), and so do online policies, which plan at every event themselves.
 
 `<solver>-predict` is told nothing more: it bets on the jobs whose limits cannot end in time, on
 run times learned from the runs that have ended so far (`simulate.runtimes`).
@@ -96,7 +97,8 @@ class Policy:
     deadline_odds: bool = False
     at_events: bool = False  # a full re-plan at every event (`@event`), none on a timer
     # jobs the plan starts later start now when they fit on GPUs no other planned start needs
-    # over their planned run (`engine._Replayer.start_early`): on for re-planning policies
+    # over their planned run (`engine._Replayer.start_early`): on for re-planning policies that
+    # plan on learned run times
     start_early: bool = False
 
     @property
@@ -166,7 +168,7 @@ def policy(
         risk=suffix == "-risk",
         deadline_odds=deadline_odds and not online and suffix in ("-expect", "-risk"),
         at_events=at_events,
-        start_early=not online,
+        start_early=not online and suffix in ("-expect", "-pack", "-risk"),
     )
 
 
