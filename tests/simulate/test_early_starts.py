@@ -11,13 +11,19 @@ other planned start); without, it waits for slot 3.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+import yaml
 from conftest import build
 from test_loop_mechanisms import FAST, audit_holds
+from typer.testing import CliRunner
 
+from horizon_opt.cli import app
 from horizon_opt.simulate import World, policy, replay
+from horizon_opt.simulate.world_file import write_world
 
 SPEC = {
     "name": "early",
@@ -57,3 +63,21 @@ def test_a_later_start_that_fits_now_starts_now(name: str, early: bool, b_starts
 )
 def test_who_starts_early_by_default(name: str, early: bool) -> None:
     assert policy(name, 6, 6, slot_minutes=60).start_early is early
+
+
+@pytest.mark.parametrize(("flag", "b_starts"), [("--early-starts", 1), ("--no-early-starts", 3)])
+def test_simulate_turns_early_starts_on_or_off(tmp_path: Path, flag: str, b_starts: int) -> None:
+    """The same replay through `simulate --actual`: greedy every 6 h (off by default) with
+    `--early-starts` starts `b` at 1; `--no-early-starts` keeps it at 3."""
+    src = tmp_path / "early.yaml"
+    src.write_text(yaml.safe_dump(SPEC))
+    write_world(tmp_path / "world.yaml", build(SPEC), WORLD)
+    out = tmp_path / "out"
+    args = ["simulate", str(src), "-o", str(out), "--actual", str(tmp_path / "world.yaml")]
+    args += ["--policy", "greedy", "--replan-every", "6h", "--freeze", "6h", flag]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    on = "on" if flag == "--early-starts" else "off"
+    assert f"early starts {on}" in (out / "summary.md").read_text()
+    ran = json.loads((out / "greedy.ran.json").read_text())
+    assert {a["job"]: a["start"] for a in ran["assignments"]} == {"a": 0, "b": b_starts}

@@ -116,6 +116,17 @@ DeadlineOdds = Annotated[
         "docs/simulate.md).",
     ),
 ]
+EarlyStarts = Annotated[
+    bool | None,
+    typer.Option(
+        "--early-starts/--no-early-starts",
+        help="Between plans, a re-planning policy starts a job its plan starts later as soon "
+        "as it fits on GPUs no other planned start needs over its planned run. Default: on for "
+        "-expect, -pack and -risk re-planning policies, off for the others; online and "
+        "open-loop policies never do (docs/simulate.md).",
+        show_default=False,
+    ),
+]
 SOLVER_LIST = "\n\n".join(f"{s.name}: {s.description}" for s in SOLVERS.values())
 Solver = Annotated[str, typer.Option(help=f"One of:\n\n{SOLVER_LIST}")]
 

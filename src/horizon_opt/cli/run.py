@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ import typer
 from horizon_opt.cli.errors import input_errors
 from horizon_opt.cli.options import (
     DeadlineOdds,
+    EarlyStarts,
     InstanceArg,
     KeepPromises,
     PlanTimeLimit,
@@ -168,6 +170,7 @@ def simulate_cmd(
     stability: Stability = 0.0,
     keep_promises: KeepPromises = 0.0,
     deadline_odds: DeadlineOdds = False,
+    early_starts: EarlyStarts = None,
     noise: NoiseOption = None,
     world_kind: WorldKind = None,
     actual: Actual = None,
@@ -215,6 +218,11 @@ def simulate_cmd(
         ]
         if not chosen:
             raise InputError(["--policy: name at least one policy"])
+        if early_starts is not None:
+            chosen = [
+                replace(p, start_early=early_starts and not (p.online or p.open_loop))
+                for p in chosen
+            ]
         require_empty_cluster(inst, str(instance))
         warn(instance, inst)
         world, drawn = replay_world(inst, world_kind, seed, world_noise, actual)
@@ -226,6 +234,8 @@ def simulate_cmd(
         replays.extend(simulate(inst, [p], world, options, window=measured))
     options_set = f", promises held at {keep_promises:g}" if keep_promises else ""
     options_set += ", deadline odds" if deadline_odds else ""
+    if early_starts is not None:
+        options_set += f", early starts {'on' if early_starts else 'off'}"
     h = inst.hours_per_slot
     heading = (
         f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "
