@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -213,16 +212,12 @@ def simulate_cmd(
                 slot_minutes=inst.slot_minutes,
                 keep_promises=keep_promises,
                 deadline_odds=deadline_odds,
+                start_early=early_starts,
             )
             for name in names
         ]
         if not chosen:
             raise InputError(["--policy: name at least one policy"])
-        if early_starts is not None:
-            chosen = [
-                replace(p, start_early=early_starts and not (p.online or p.open_loop))
-                for p in chosen
-            ]
         require_empty_cluster(inst, str(instance))
         warn(instance, inst)
         world, drawn = replay_world(inst, world_kind, seed, world_noise, actual)

@@ -285,16 +285,18 @@ class _Replayer:
         idle now that the plan gives nobody go to a job waiting for them, as a scheduler
         backfills. A job of a team with a limit or quota waits for its slot (moving it could
         break the team's rules)."""
+        room_now = self.serving.batch_room[:, t] - used - self.serving.extra
+        if (room_now <= 0).all():  # (nothing is idle now: nothing fits)
+            return
         for s in sorted(k for k in self.planned.at if k > t):
             for j in self.planned.at[s]:
                 job = self.inst.jobs[j]
-                team = self.inst.teams[job.team] if job.team is not None else None
                 if (
                     j in self.gone
                     or j in self.live.running
                     or job.release > t
                     or not all(p in self.done for p in job.after)
-                    or (team is not None and (team.limit or team.quota))
+                    or self.team_bound(j)
                 ):
                     continue
                 seat = self.reseat(j, t, used, held, after=t + 1, planned_start=s)
@@ -313,9 +315,8 @@ class _Replayer:
         end = self.planned.ends[j]
         if not all(p in self.done for p in job.after):
             return False
-        if first and self.stopper.for_start(
-            gpus, t
-        ):  # (the GPUs of the jobs it stopped are free now)
+        # (the GPUs of the jobs it stopped are free now)
+        if first and self.stopper.for_start(gpus, t):
             now_used, now_held = self.live.holdings()
             used[:] = now_used
             held.clear()
@@ -389,8 +390,7 @@ class _Replayer:
         planned = t + self.planned.ends[j] - planned_start
         job, window = self.inst.jobs[j], self.inst.windows[j]
         out = [(pool, planned)]
-        team = self.inst.teams[job.team] if job.team is not None else None
-        if team is None or not (team.limit or team.quota):
+        if not self.team_bound(j):
             for q in sorted(job.durations, key=lambda q: (job.durations[q], q)):
                 end = t + math.ceil((planned - t) * job.durations[q] / job.durations[pool] - 1e-9)
                 if q != pool and (window.on_time(end) or not window.on_time(planned)):
@@ -400,6 +400,12 @@ class _Replayer:
             for q, end in out
             if t in window.allowed(job.durations[q], t, t + job.durations[q])
         ]
+
+    def team_bound(self, j: int) -> bool:
+        """Whether job `j`'s team has a limit or a quota: the plan's share of the team ties it
+        to its planned pool and slot."""
+        team = self.inst.jobs[j].team
+        return team is not None and bool(self.inst.teams[team].limit or self.inst.teams[team].quota)
 
     def run(self) -> Replay:
         inst, policy = self.inst, self.policy

@@ -121,13 +121,15 @@ def policy(
     slot_minutes: int | None = None,
     keep_promises: float = 0.0,
     deadline_odds: bool = False,
+    start_early: bool | None = None,
 ) -> Policy:
     """The policy called `name`: a solver, optionally with a suffix of `SUFFIXES`, then
     optionally `@EVERY/FREEZE` (durations such as `30m/0m`, `2h/1h`): the policy's own cadence
     and freeze instead of `every` and `freeze` (slots). `slot_minutes` converts that cadence
     (None: it is only checked). `stability` and `keep_promises` apply to the re-plans of
     re-planning policies, `quantile` to `-predict` and `-expect`, `deadline_odds` to the
-    re-plans of `-expect` and `-risk` (`simulate.deadline_odds`)."""
+    re-plans of `-expect` and `-risk` (`simulate.deadline_odds`), `start_early` to
+    re-planning policies (None: those that plan on learned run times)."""
     base, at, cadence = name.partition("@")
     at_events = cadence.split("/")[0].strip() == "event"
     if at:
@@ -168,7 +170,8 @@ def policy(
         risk=suffix == "-risk",
         deadline_odds=deadline_odds and not online and suffix in ("-expect", "-risk"),
         at_events=at_events,
-        start_early=not online and suffix in ("-expect", "-pack", "-risk"),
+        start_early=not online
+        and (suffix in ("-expect", "-pack", "-risk") if start_early is None else start_early),
     )
 
 

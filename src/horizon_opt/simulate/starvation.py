@@ -42,8 +42,8 @@ def idle_gpus(instance: Instance, audit: Audit) -> IntArray:
 
 
 def limit_room(instance: Instance, audit: Audit) -> IntArray:
-    """[teams, P, S] GPUs each team's limit left its jobs on each pool (a large number where it
-    has no limit): the limit less what the team's runs held."""
+    """[teams, P, S] GPUs each team's limit left its jobs on each pool (every GPU of the cluster
+    where it has no limit): the limit (`Instance.team_room`) less what the team's runs held."""
     runs = (
         (
             instance.jobs[instance.job_index[run.job]].team,
@@ -55,10 +55,7 @@ def limit_room(instance: Instance, audit: Audit) -> IntArray:
         for run in audit.runs
     )
     used = team_usage(len(instance.teams), len(instance.pools), instance.slots, runs)
-    room = np.full_like(used, np.iinfo(np.int64).max // 2)
-    for team in instance.teams:
-        for pool, cap in team.limit.items():
-            room[team.index, pool] = cap - used[team.index, pool]
+    room: IntArray = instance.team_room - used
     return room
 
 
