@@ -23,7 +23,7 @@ from typing import Any
 
 from horizon_opt.actions.core import is_running
 from horizon_opt.errors import InputError
-from horizon_opt.loop.lateness import lateness_shares
+from horizon_opt.loop.lateness import Lateness, lateness_shares
 from horizon_opt.loop.replan import PROMISE_AHEAD_MINUTES
 from horizon_opt.model.instance import Instance
 from horizon_opt.plans.plan import Plan
@@ -75,11 +75,11 @@ class Ledger:
         """Job id -> the start it was promised."""
         return {job: t.start for job, t in self.told.items()}
 
-    def lateness(self, now: datetime) -> tuple[list[float], list[float]]:
+    def lateness(self, now: datetime) -> tuple[list[Lateness], list[Lateness]]:
         """Lateness of the promises that came true, and so far of those still waiting."""
         return (
-            [c.told.lateness(c.started) for c in self.history],
-            [t.lateness(now) for t in self.told.values()],
+            [("", c.told.lateness(c.started)) for c in self.history],
+            [("", t.lateness(now)) for t in self.told.values()],
         )
 
 

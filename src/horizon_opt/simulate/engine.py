@@ -21,6 +21,7 @@ from functools import partial
 import numpy as np
 
 from horizon_opt.errors import InstanceError
+from horizon_opt.loop.lateness import size_class
 from horizon_opt.loop.replan import PROMISE_AHEAD_MINUTES, replan, with_held_promises
 from horizon_opt.loop.snapshot import Running, instance_at
 from horizon_opt.model.instance import Instance, IntArray, topological_order
@@ -201,7 +202,7 @@ class _Replayer:
             gpus = {inst.node_index[n]: tuple(g) for n, g in a.gpus.items()}
             self.planned.add(j, a.start, inst.pool_index[a.pool], gpus, a.end)
             if a.start - t >= ahead:
-                self.book.promise(j, t, a.start)
+                self.book.promise(j, t, a.start, size_class(inst.jobs[j].gpus))
         layout = plan_layout(state, plan)
         if layout is None:  # every plan was checked: its blocks are a layout of the instance
             raise RuntimeError(f"internal error: {plan.solver}'s inference blocks are no layout")
@@ -456,7 +457,9 @@ class _Replayer:
 def _figures(r: _Replayer, totals: SlotTotals, by_slot: list[float]) -> Replay:
     """What a finished replay realized, with its audit and the judgements read from it."""
     inst, policy = r.inst, r.policy
-    promised, promise_error, p50_error, coverage = r.book.figures(inst.slots, inst.hours_per_slot)
+    promised, promise_error, p50_error, coverage = r.book.figures(
+        inst.slots, inst.hours_per_slot, r.tally.window
+    )
     audit = Audit(r.live.log, r.serving.ran_replicas, r.serving.served)
     told_fails = r.world.fails if policy.knows_outcomes else frozenset()
     starved = {s.job: s.slots for s in starved_jobs(inst, audit, told_fails)}
