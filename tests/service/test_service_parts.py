@@ -311,7 +311,7 @@ def test_promises_that_came_true_late_widen_the_next_ones() -> None:
     ledger = updated(inst, plan, Ledger({"a": a}, history))
     assert ledger.history[-1] == CameTrue("a", a, START)
     b = START + 3 * hour
-    assert ledger.told == {"b": Told(START + hour, b, b + hour, b + hour)}
+    assert ledger.told == {"b": Told(START + hour, b, b + hour, b + hour, "5-16 GPUs")}
 
 
 def test_the_ledger_on_a_later_horizon_and_on_disk(tmp_path: Path) -> None:
@@ -328,8 +328,12 @@ def test_the_ledger_on_a_later_horizon_and_on_disk(tmp_path: Path) -> None:
 
     when = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
     assert promised_slots(_instance(), {"a": when, "zzz": START}) == {"a": 2}
-    told = {"a": Told(START, when, when, when + timedelta(minutes=150))}
-    ledger = Ledger(told, (CameTrue("x", Told(START, START, START, START), when),))
+    told = {"a": Told(START, when, when, when + timedelta(minutes=150), "1 GPU")}
+    ledger = Ledger(told, (CameTrue("x", Told(START, START, START, START, "2-4 GPUs"), when),))
+    # x came true after its P90 (missed); a is not due by 12:00 and missed it by 14:00
+    assert ledger.missed(when) == [True]
+    assert ledger.missed(when + timedelta(hours=4)) == [True, True]
+    assert ledger.lateness(START) == ([("2-4 GPUs", 150.0)], [("1 GPU", -150 / 150)])
     (tmp_path / PROMISES).write_text(promises_json(ledger))
     lines: list[str] = []
     assert read_promises(tmp_path, lines) == ledger and lines == []

@@ -23,7 +23,7 @@ from typing import Any
 
 from horizon_opt.actions.core import is_running
 from horizon_opt.errors import InputError
-from horizon_opt.loop.lateness import Lateness, lateness_shares
+from horizon_opt.loop.lateness import Lateness, calibrated_level, lateness_shares, size_class
 from horizon_opt.loop.replan import PROMISE_AHEAD_MINUTES
 from horizon_opt.model.instance import Instance
 from horizon_opt.plans.plan import Plan
@@ -41,6 +41,7 @@ class Told:
     start: datetime
     p50: datetime
     p90: datetime
+    klass: str = ""  # its job's size class (`loop.lateness.size_class`); "" if not written
 
     @property
     def lead(self) -> float:
@@ -68,6 +69,7 @@ class Ledger:
         """Job id -> its promise as `promises.json` and `explain` write it (ISO times)."""
         return {
             job: {"start": iso(t.start), "p50": iso(t.p50), "p90": iso(t.p90), "made": iso(t.made)}
+            | ({"class": t.klass} if t.klass else {})
             for job, t in sorted(self.told.items())
         }
 
@@ -78,9 +80,15 @@ class Ledger:
     def lateness(self, now: datetime) -> tuple[list[Lateness], list[Lateness]]:
         """Lateness of the promises that came true, and so far of those still waiting."""
         return (
-            [("", c.told.lateness(c.started)) for c in self.history],
-            [("", t.lateness(now)) for t in self.told.values()],
+            [(c.told.klass, c.told.lateness(c.started)) for c in self.history],
+            [(t.klass, t.lateness(now)) for t in self.told.values()],
         )
+
+    def missed(self, now: datetime) -> list[bool]:
+        """Of the promises resolved by `now`, which missed their P90: those that came true
+        after it, and those still waiting past it."""
+        came_true = [c.started > c.told.p90 for c in self.history]
+        return came_true + [True for t in self.told.values() if now > t.p90]
 
 
 def read_promises(cycle: Path | None, lines: list[str]) -> Ledger:
@@ -130,7 +138,8 @@ def _time(text: Any) -> datetime:
 def _told(row: Mapping[str, Any] | None, start: datetime) -> Told:
     if row is None:
         return Told(start - timedelta(minutes=PROMISE_AHEAD_MINUTES), start, start, start)
-    return Told(_time(row["made"]), start, _time(row["p50"]), _time(row["p90"]))
+    made, p50, p90 = (_time(row[key]) for key in ("made", "p50", "p90"))
+    return Told(made, start, p50, p90, str(row.get("class", "")))
 
 
 def promised_slots(instance: Instance, promises: Mapping[str, datetime]) -> dict[str, int]:
@@ -167,14 +176,17 @@ def updated(instance: Instance, plan: Plan, ledger: Ledger) -> Ledger:
         else:
             told[job_id] = t
     history = tuple(came_true[-HISTORY:])
-    p50, p90 = lateness_shares(*Ledger(told, history).lateness(now))
+    known = Ledger(told, history)
+    level, lateness = calibrated_level(known.missed(now)), known.lateness(now)
     ahead = -(-PROMISE_AHEAD_MINUTES // instance.slot_minutes)
     for a in plan.assignments:  # a running job's start is before now: never a promise
         when = instance.slot_time(a.start)
         if a.job in told or when is None or a.start - instance.now < ahead:
             continue
         lead = when - now
-        told[a.job] = Told(now, when, _minute(when + p50 * lead), _minute(when + p90 * lead))
+        klass = size_class(queued[a.job].gpus)
+        p50, p90 = lateness_shares(*lateness, klass, level)
+        told[a.job] = Told(now, when, _minute(when + p50 * lead), _minute(when + p90 * lead), klass)
     return Ledger(told, history)
 
 
@@ -201,6 +213,7 @@ def promises_json(ledger: Ledger) -> str:
                 "p90": iso(c.told.p90),
                 "started": iso(c.started),
             }
+            | ({"class": c.told.klass} if c.told.klass else {})
             for c in ledger.history
         ],
     }
