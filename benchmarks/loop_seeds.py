@@ -195,6 +195,7 @@ def _figures(label: str, r: Replay) -> dict[str, float]:
         f"{label} h": r.promise_error_hours,
         f"{label} p50": r.promise_p50_error_hours,
         f"{label} p90": r.promise_p90_coverage,
+        f"{label} n": r.promised,
         f"{label} s": r.starved,
     }
 
@@ -294,7 +295,10 @@ def median_interval(values: list[float], level: float = 0.95) -> tuple[float, fl
 
 def _promises(rows: list[dict[str, float]], label: str) -> str:
     """Medians over the pairs: promise error, P50 error (hours), P90 coverage."""
-    med = {k: statistics.median(r[f"{label} {k}"] for r in rows) for k in ("h", "p50", "p90")}
+    made = [r for r in rows if r.get(f"{label} n", 1)]  # pairs with promises in the window
+    if not made:
+        return "- | - | -"
+    med = {k: statistics.median(r[f"{label} {k}"] for r in made) for k in ("h", "p50", "p90")}
     return f"{med['h']:.1f} | {med['p50']:.1f} | {100 * med['p90']:.0f}%"
 
 

@@ -585,6 +585,9 @@ def test_format_table(replays: list[Replay]) -> None:
     assert len(lines) == 2 + len(replays)
     assert [line.split("|")[1].strip() for line in lines[2:]] == [r.policy for r in replays]
     assert lines[-1].startswith("| greedy-open | 48 | 48 | +0.0% | +0.0% | - | 60.0% |")
+    # a policy that made no promise in the window has no promise figures, not a 0% coverage
+    none = replace(replays[0], promised=0, promise_p90_coverage=0.0)
+    assert "| - / - (-, 0) |" in format_table([none])
 
 
 def test_plot_realized(toy: Instance, replays: list[Replay]) -> None:

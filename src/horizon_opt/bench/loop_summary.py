@@ -146,9 +146,26 @@ def policy_table(rows: Sequence[LoopRow], top: str, order: Sequence[str], base: 
                     _fmt(_med(runs, p, lambda r: r.slo_short_share), ".2f", 100, "%"),
                     _fmt(_med(runs, p, lambda r: r.preemptions), "g"),
                     _fmt(_med(runs, p, lambda r: r.lost_gpu_hours), ",.0f"),
-                    _fmt(_med(runs, p, lambda r: r.promise_error_hours), ".1f"),
-                    _fmt(_med(runs, p, lambda r: r.promise_p50_error_hours), ".1f"),
-                    _fmt(_med(runs, p, lambda r: r.promise_p90_coverage), ".0f", 100, "%"),
+                    _fmt(
+                        _med(runs, p, lambda r: r.promise_error_hours if r.promised != 0 else None),
+                        ".1f",
+                    ),
+                    _fmt(
+                        _med(
+                            runs,
+                            p,
+                            lambda r: r.promise_p50_error_hours if r.promised != 0 else None,
+                        ),
+                        ".1f",
+                    ),
+                    _fmt(
+                        _med(
+                            runs, p, lambda r: r.promise_p90_coverage if r.promised != 0 else None
+                        ),
+                        ".0f",
+                        100,
+                        "%",
+                    ),
                     _fmt(_sum([r[p] for r in done], lambda r: r.starved), "g"),
                     f"{_fmt(_med(runs, p, lambda r: r.solver_seconds), '.1f')} / {plan_max:.1f}",
                 ]

@@ -87,11 +87,20 @@ def format_table(replays: Sequence[Replay]) -> str:
             f"{r.window_pwo:,.0f} ({_pct(row.get('window_vs_backfill'))}) | "
             f"{100 * r.window_utilization:.1f}% | "
             f"{_preempted(r)} ({r.lost_gpu_hours:,.0f}) | {100 * r.slo_short_share:.2f}% | "
-            f"{r.promise_error_hours:.1f} / {r.promise_p50_error_hours:.1f} "
-            f"({_share(r.promise_p90_coverage)}, {r.promised}) | "
+            f"{_promises(r)} | "
             f"{r.mean_moved:.1f} | {r.decisions} | {r.solver_seconds:,.1f} |"
         )
     return "\n".join(lines)
+
+
+def _promises(r: Replay) -> str:
+    """Promise error / P50 error (P90 coverage, promises): none made in the window, no figures."""
+    if not r.promised:
+        return "- / - (-, 0)"
+    return (
+        f"{r.promise_error_hours:.1f} / {r.promise_p50_error_hours:.1f} "
+        f"({_share(r.promise_p90_coverage)}, {r.promised})"
+    )
 
 
 def starved_lines(replays: Sequence[Replay], hours_per_slot: float) -> str:
