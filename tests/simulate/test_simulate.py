@@ -39,6 +39,7 @@ from horizon_opt.simulate import (
     simulate,
 )
 from horizon_opt.simulate.report import format_table, plot_realized, rows, to_csv
+from horizon_opt.simulate.window import Window
 from horizon_opt.simulate.world import EARLY_AT, FAIL_AT
 from horizon_opt.solvers import SolveOptions
 
@@ -488,10 +489,13 @@ def test_a_start_predicted_two_hours_ahead_is_a_promise_and_its_error_is_reporte
     ahead: a promise. When `first` ends at slot 2, second starts then: 2 hours early. `first`
     starts now, no promise. Without noise the promise holds: error 0."""
     inst = build(QUEUE)
-    early = replay(inst, world(inst, {"first": 0.5}), policy("backfill", 2, 0), FAST)
+    whole = Window(0, inst.slots)  # the promise is made at 0: count every one
+    early = replay(inst, world(inst, {"first": 0.5}), policy("backfill", 2, 0), FAST, window=whole)
     assert (early.promised, early.promise_error_hours) == (1, 2.0)
-    exact = replay(inst, world(inst), policy("backfill", 2, 0), FAST)
+    exact = replay(inst, world(inst), policy("backfill", 2, 0), FAST, window=whole)
     assert (exact.promised, exact.promise_error_hours) == (1, 0.0)
+    # in the default window (the middle half) it was made in the warm-up: no promise counts
+    assert replay(inst, world(inst), policy("backfill", 2, 0), FAST).promised == 0
 
 
 @pytest.mark.parametrize("solver", sorted(SOLVERS))
