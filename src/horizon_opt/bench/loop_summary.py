@@ -104,6 +104,11 @@ def _fmt(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> 
     return "-" if value is None else f"{format(scale * value, spec)}{unit}"
 
 
+def _promised(value: Callable[[LoopRow], float | None]) -> Callable[[LoopRow], float | None]:
+    """A promise figure, none for a run that made no promise in its window."""
+    return lambda r: None if r.promised == 0 else value(r)
+
+
 def _med(
     runs: Sequence[Run], policy: str, value: Callable[[LoopRow], float | None]
 ) -> float | None:
@@ -146,25 +151,10 @@ def policy_table(rows: Sequence[LoopRow], top: str, order: Sequence[str], base: 
                     _fmt(_med(runs, p, lambda r: r.slo_short_share), ".2f", 100, "%"),
                     _fmt(_med(runs, p, lambda r: r.preemptions), "g"),
                     _fmt(_med(runs, p, lambda r: r.lost_gpu_hours), ",.0f"),
+                    _fmt(_med(runs, p, _promised(lambda r: r.promise_error_hours)), ".1f"),
+                    _fmt(_med(runs, p, _promised(lambda r: r.promise_p50_error_hours)), ".1f"),
                     _fmt(
-                        _med(runs, p, lambda r: r.promise_error_hours if r.promised != 0 else None),
-                        ".1f",
-                    ),
-                    _fmt(
-                        _med(
-                            runs,
-                            p,
-                            lambda r: r.promise_p50_error_hours if r.promised != 0 else None,
-                        ),
-                        ".1f",
-                    ),
-                    _fmt(
-                        _med(
-                            runs, p, lambda r: r.promise_p90_coverage if r.promised != 0 else None
-                        ),
-                        ".0f",
-                        100,
-                        "%",
+                        _med(runs, p, _promised(lambda r: r.promise_p90_coverage)), ".0f", 100, "%"
                     ),
                     _fmt(_sum([r[p] for r in done], lambda r: r.starved), "g"),
                     f"{_fmt(_med(runs, p, lambda r: r.solver_seconds), '.1f')} / {plan_max:.1f}",
