@@ -295,7 +295,7 @@ def median_interval(values: list[float], level: float = 0.95) -> tuple[float, fl
 
 def _promises(rows: list[dict[str, float]], label: str) -> str:
     """Medians over the pairs: promise error, P50 error (hours), P90 coverage."""
-    made = [r for r in rows if r.get(f"{label} n", 1)]  # pairs with promises in the window
+    made = [r for r in rows if r[f"{label} n"]]  # pairs with promises in the window
     if not made:
         return "- | - | -"
     med = {k: statistics.median(r[f"{label} {k}"] for r in made) for k in ("h", "p50", "p90")}
