@@ -80,3 +80,25 @@ def test_replicas_above_the_forecast_leave_a_starting_gang_its_gpus() -> None:
         _, wanted, short, preempted = serving.serve(0, lambda: idle, lambda p, t: False, starting)
         assert (wanted, short, preempted) == (1.5, 0.0, False)
         assert serving.extra.tolist() == extra
+
+
+def test_a_replica_its_service_does_not_need_serves_another_service_of_the_pool() -> None:
+    # One 8-GPU node. "embed" (4 GPUs a replica) is forecast at 1 replica and "chat" (1 GPU) at
+    # 4: the layout reserves all 8 GPUs. At slot 0 embed wants nothing and chat 6 replicas:
+    # chat's 4 reserved plus 2 on embed's idle replica, whose 4 GPUs no batch job could take
+    # anyway. Embed runs no replica; without the pooling chat would be 2 replicas short.
+    pools = [{"name": "p", "gpu_type": "H100", "nodes": 1, "gpus_per_node": 8}]
+    services = [
+        {"name": "embed", "pool": "p", "gpus_per_replica": 4, "demand": [1]},
+        {"name": "chat", "pool": "p", "gpus_per_replica": 1, "demand": [4]},
+    ]
+    spec = {"name": "pooled", "horizon": {"slots": 1}, "pools": pools, "services": services}
+    inst = compile_instance(parse_spec(spec))
+    world = World(run_share={}, fails=frozenset(), demand=(np.array([0.0]), np.array([6.0])))
+    serving = Serving(inst, world)
+    serving.adopt(elastic_layout(inst))
+    idle = np.zeros(1, dtype=np.int64)
+    _, wanted, short, preempted = serving.serve(0, lambda: idle, lambda p, t: False, None)
+    assert (wanted, short, preempted) == (6.0, 0.0, False)
+    assert serving.extra.tolist() == [0]  # within the reservation: no free GPU taken
+    assert [r[:, 0].tolist() for r in serving.ran_replicas] == [[0], [6]]

@@ -2,7 +2,12 @@
 they served. Each slot the world's demand takes the reserved replicas first, then free GPUs
 (`extra`), then preempts batch work through the replayer. Extra replicas take free GPUs that
 no start planned at the slot is about to take before those that one is: a replica that lands
-on a starting gang's GPUs blocks it, while GPUs beside it may sit idle."""
+on a starting gang's GPUs blocks it, while GPUs beside it may sit idle.
+
+The reservation is inference's on its pool, not one service's: a reserved replica its service
+does not need at the slot (demand below the reservation) does not run, and its GPUs serve another
+service of the pool above its own reservation before any free GPU or batch job is taken, as a
+serving stack's autoscaler moves replicas between the services of a GPU type."""
 
 from __future__ import annotations
 
@@ -57,16 +62,17 @@ class Serving:
         serving = demand = short = 0.0
         preempted = False
         self.extra = np.zeros(self.inst.num_nodes, dtype=np.int64)
+        needs = [math.ceil(float(self.world.demand[s.index][t]) - 1e-9) for s in self.inst.services]
+        idle = self._run_reserved(t, needs)
         for s in self.inst.services:
             actual = float(self.world.demand[s.index][t])
-            need = math.ceil(actual - 1e-9)
+            need = needs[s.index]
             missing = max(need - int(self.replicas[s.index][t]), 0)
             rows = list(self.inst.pools[s.pool].node_range)
             ran = self.ran_replicas[s.index][:, t]
-            ran += self.layout_replicas[s.index][:, t]
             while missing > 0:
                 for keep in (starting, None):
-                    missing = self._extra(s, t, rows, missing, ran, batch_gpus(), keep)
+                    missing = self._extra(s, t, rows, missing, ran, batch_gpus(), keep, idle)
                 if missing == 0 or not preempt(s.pool, t):
                     break
                 preempted = True
@@ -77,6 +83,24 @@ class Serving:
             short += actual - got
         return serving, demand, short, preempted
 
+    def _run_reserved(self, t: int, needs: list[int]) -> IntArray:
+        """Run each service's reserved replicas at `t`, up to its `needs` (the last nodes of its
+        pool give up the rest first); returns [N] the GPUs of the replicas that do not run."""
+        idle = np.zeros(self.inst.num_nodes, dtype=np.int64)
+        for s in self.inst.services:
+            rows = list(self.inst.pools[s.pool].node_range)
+            ran = self.ran_replicas[s.index][:, t]
+            ran += self.layout_replicas[s.index][:, t]
+            surplus = int(ran.sum()) - needs[s.index]
+            for k in reversed(range(len(rows))):
+                if surplus <= 0:
+                    break
+                give = min(int(ran[k]), surplus)
+                ran[k] -= give
+                idle[rows[k]] += give * s.gpus_per_replica
+                surplus -= give
+        return idle
+
     def _extra(
         self,
         s: Service,
@@ -86,15 +110,18 @@ class Serving:
         ran: IntArray,
         batch: IntArray,
         keep: IntArray | None,
+        idle: IntArray,
     ) -> int:
-        """Place up to `missing` replicas of `s` on free GPUs of `rows`, leaving `keep` GPUs per
-        node free; returns how many are still missing."""
+        """Place up to `missing` replicas of `s` on the `idle` reserved GPUs (taking them) and free
+        GPUs of `rows`, leaving `keep` GPUs per node free; returns how many are still missing."""
         free = self.inst.capacity[rows, t] - batch[rows] - self.reserved[rows, t] - self.extra[rows]
         if keep is not None:
             free = free - keep[rows]
         for k, n in enumerate(rows):
-            fit = min(max(int(free[k]), 0) // s.gpus_per_replica, missing)
-            self.extra[n] += fit * s.gpus_per_replica
+            fit = min((int(idle[n]) + max(int(free[k]), 0)) // s.gpus_per_replica, missing)
+            taken = min(int(idle[n]), fit * s.gpus_per_replica)
+            idle[n] -= taken
+            self.extra[n] += fit * s.gpus_per_replica - taken
             ran[k] += fit
             missing -= fit
         return missing
