@@ -112,6 +112,18 @@ VARIANTS: dict[str, Variant] = {
     ),
     "cpsat-risk@event (deadline odds)": Variant("cpsat-risk@event", odds=True),
     **{
+        f"cpsat-expect@event (end discount {d:g})": Variant(
+            "cpsat-expect@event", {"end_discount": d}
+        )
+        for d in (0.005, 0.01, 0.02)
+    },
+    **{
+        f"cpsat-expect@event (deadline odds, end discount {d:g})": Variant(
+            "cpsat-expect@event", {"end_discount": d}, odds=True
+        )
+        for d in (0.005, 0.01, 0.02)
+    },
+    **{
         f"{name} (early starts)": Variant(name, early=True)
         for name in ("backfill", "backfill-expect", "cpsat@event", "cpsat-expect@event")
     },

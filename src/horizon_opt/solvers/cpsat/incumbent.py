@@ -21,6 +21,7 @@ class Incumbent:
     free: IntArray  # [N, S] left by the inference layout
     placements: dict[int, Placement] = field(default_factory=dict)
     weights: tuple[int, ...] | None = None  # the tie-break's end weights (None: by value)
+    rate: float = 0.0  # pwo per weighted end slot (`model.end_rate`; 0: a tie-break only)
 
     def __post_init__(self) -> None:
         self.version = 0  # counts changes, for caches of derived data
@@ -64,7 +65,7 @@ class Incumbent:
 
     def beaten_by(self, value: float, ends: int) -> bool:
         """A plan of pwo `value` and weighted end sum `ends` ranks above this one."""
-        return ranks_above(value, ends, self.value(), self.weighted_ends())
+        return ranks_above(value, ends, self.value(), self.weighted_ends(), self.rate)
 
 
 def weighted_ends(
@@ -74,9 +75,14 @@ def weighted_ends(
     return sum(weights[p.job] * p.end(instance) for p in placements)
 
 
-def ranks_above(value: float, ends: int, than_value: float, than_ends: int) -> bool:
-    """Plans rank by pwo, then by value-weighted end slots, fewer first."""
+def ranks_above(
+    value: float, ends: int, than_value: float, than_ends: int, rate: float = 0.0
+) -> bool:
+    """Plans rank by pwo, then by value-weighted end slots, fewer first; with an end `rate`, by
+    pwo less `rate` times their weighted end slots."""
     tol = 1e-9 * max(1.0, abs(than_value))
+    if rate > 0:
+        return value - rate * ends > than_value - rate * than_ends + tol
     return value > than_value + tol or (value >= than_value - tol and ends < than_ends)
 
 

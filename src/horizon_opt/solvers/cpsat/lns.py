@@ -21,7 +21,7 @@ import horizon_opt.solvers.cpsat.starts as starts
 from horizon_opt.model.instance import Pool
 from horizon_opt.solvers.cpsat.eject import Ejector
 from horizon_opt.solvers.cpsat.guide import LpGuide
-from horizon_opt.solvers.cpsat.incumbent import Incumbent, weighted_ends
+from horizon_opt.solvers.cpsat.incumbent import Incumbent, ranks_above, weighted_ends
 from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, room_beside
 from horizon_opt.solvers.cpsat.search import Search
 from horizon_opt.solvers.listsched import inherited_ranks, priority_large_first
@@ -307,7 +307,8 @@ class Lns:
         ends_before = weighted_ends(inst, weights, sub.hint.values())
         ends_after = weighted_ends(inst, weights, found.values())
         improved = after > before + 1e-9
-        if improved or (after >= before - 1e-9 and ends_after <= ends_before):
+        even = not ranks_above(before, ends_before, after, ends_after, self.search.end_rate)
+        if even:  # (no worse: a tie of pwo and weighted ends included)
             self.inc.replace(sub.jobs, found)
         return improved
 

@@ -16,7 +16,7 @@ summing to `req` at each slot, and per node and slot a one-slot interval whose d
 replicas' GPUs, in the same cumulative. Objective: the scaled value of the jobs
 that end on time (a job may also run late, for no value, when a successor needs it), minus the
 value-weighted sum of end slots (`end_weights`) as a tie-break that is scaled never to outweigh
-one unit of value.
+one unit of value, or, with an end rate (`end_rate`), that trades against value at that rate.
 """
 
 from __future__ import annotations
@@ -132,6 +132,14 @@ def end_weights(
     return tuple(max(1, round(END_WEIGHT_STEPS * w / top)) for w in weights)
 
 
+def end_rate(instance: Instance, discount: float) -> float:
+    """The pwo a plan gives up per unit of weighted end slots (`SearchParams.end_discount`): the
+    most valuable job weighs `END_WEIGHT_STEPS`, so with the value order each job loses about
+    `discount` of its value per hour its end comes later."""
+    top = max((j.value for j in instance.jobs), default=0.0)
+    return max(discount, 0.0) * instance.hours_per_slot * top / END_WEIGHT_STEPS
+
+
 def value_units(value: float, scale: float) -> int:
     """A job's value in integer objective units, rounded up so that bounds stay valid."""
     return max(1, math.ceil(value * scale - 1e-9))
@@ -150,13 +158,19 @@ class NodeModel:
     """Builds the CP-SAT model of a subproblem: variables, constraints, objective, hint."""
 
     def __init__(
-        self, instance: Instance, sub: Subproblem, scale: float, weights: Sequence[int]
+        self,
+        instance: Instance,
+        sub: Subproblem,
+        scale: float,
+        weights: Sequence[int],
+        rate: float = 0.0,
     ) -> None:
         self.inst = instance
         self.sub = sub
         self.model = cp_model.CpModel()
         self.scale = scale
         self.end_weights = weights  # `end_weights(instance)`, computed once by the search
+        self.rate = rate  # `end_rate`: 0 for a tie-break only
         self.node_row = {n: r for r, n in enumerate(sub.nodes)}
         self.start: dict[int, cp_model.IntVar] = {}
         self.end: dict[int, cp_model.IntVar] = {}
@@ -422,10 +436,12 @@ class NodeModel:
         return promise.pool in pools and promise.start <= self.sub.latest_end[j] - d
 
     def _objective(self) -> None:
-        """max scale*value*present*M - sum(w*end), with M > the largest possible sum(w*end) and
-        w the job's `end_weights`; a kept promise adds its bonus's units."""
+        """max scale*value*present*M - K*sum(w*end), w the job's `end_weights`: K = 1 and M > the
+        largest possible sum(w*end) for a tie-break, else K/M = the end rate in units; a kept
+        promise adds its bonus's units."""
         weights = self.end_weights
-        self.tie_weight = 1 + sum(weights[j] * self.sub.latest_end[j] for j in self.on_pool)
+        ends_max = sum(weights[j] * self.sub.latest_end[j] for j in self.on_pool)
+        self.tie_weight, self.end_k = _end_terms(self.rate * self.scale, ends_max)
         terms = []
         for j, lits in self.on_time.items():
             coef = value_units(self.inst.jobs[j].value, self.scale) * self.tie_weight
@@ -434,7 +450,7 @@ class NodeModel:
             bonus = self.inst.jobs[j].promise.bonus  # type: ignore[union-attr]
             if bonus > 0:
                 terms.append(value_units(bonus, self.scale) * self.tie_weight * k)
-        ends = [weights[j] * self.end[j] for j in self.on_pool]
+        ends = [self.end_k * weights[j] * self.end[j] for j in self.on_pool]
         self.model.maximize(sum(terms) - sum(ends))
 
     def _hint(self) -> None:
@@ -533,11 +549,25 @@ class NodeModel:
         return self.units_bound(solver.best_objective_bound)
 
     def units_of(self, objective: float) -> int:
-        """The value units of a solution: objective = M * units - sum(w*end), 0 <= that < M."""
+        """The value units of a solution: objective = M * units - K*sum(w*end), 0 <= that < M
+        for a tie-break (with an end rate, at most its units)."""
         return int(-(-round(objective) // self.tie_weight))
 
     def units_bound(self, objective_bound: float) -> int:
-        """objective = M * units - sum(w*end) with 0 <= sum(w*end) <= sum(w*latest_end) < M, and
-        units is an integer, so units <= floor((objective bound + sum(w*latest_end)) / M)."""
-        ends_max = sum(self.end_weights[j] * self.sub.latest_end[j] for j in self.on_pool)
+        """objective = M * units - K*sum(w*end) with 0 <= sum(w*end) <= sum(w*latest_end), and
+        units is an integer, so units <= floor((objective bound + K*sum(w*latest_end)) / M)."""
+        ends_max = self.end_k * sum(
+            self.end_weights[j] * self.sub.latest_end[j] for j in self.on_pool
+        )
         return int((math.floor(objective_bound) + ends_max) // self.tie_weight)
+
+
+def _end_terms(rate_units: float, ends_max: int) -> tuple[int, int]:
+    """(M, K) of the objective for an end rate of `rate_units` value units per weighted end
+    slot: a tie-break (M above every sum of weighted ends, K = 1) at 0, else integers whose
+    ratio K/M is that rate, K kept small enough for 64-bit objectives."""
+    if rate_units <= 0:
+        return 1 + ends_max, 1
+    if rate_units < 1:
+        return max(1, round(1 / rate_units)), 1
+    return 1, max(1, min(round(rate_units), MAX_OBJECTIVE // (4 * max(ends_max, 1))))

@@ -17,7 +17,13 @@ from horizon_opt.plans.tolerance import reaches, slack
 from horizon_opt.relaxation.pool_model import PoolSolution
 from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
-from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, end_weights, value_scale
+from horizon_opt.solvers.cpsat.model import (
+    NodeModel,
+    Subproblem,
+    end_rate,
+    end_weights,
+    value_scale,
+)
 from horizon_opt.solvers.cpsat.runner import Runner
 from horizon_opt.solvers.options import SolveOptions
 from horizon_opt.solvers.progress import Progress
@@ -50,6 +56,7 @@ class Search:
         self.rng = np.random.default_rng(options.seed)
         self.scale = value_scale(instance)
         self.end_weights = end_weights(instance, self.params.end_order)  # once per search
+        self.end_rate = end_rate(instance, self.params.end_discount)
         self.layout: Layout = elastic_layout(instance)  # the plan's inference layout
         self.est = earliest_starts(instance)
         # With an open end every job can end in time: plans rank by when work ends.
@@ -115,9 +122,10 @@ class Search:
         return self.bound is not None and reaches(inc.value(), self.bound)
 
     def settled(self, inc: Incumbent) -> bool:
-        """Nothing left to search for: the pwo is proven, and no open end leaves the tie-break
-        (when work ends) to improve, or there is no job to plan."""
-        return self.proven(inc) and (not self.open_end or not self.inst.jobs)
+        """Nothing left to search for: the pwo is proven, and neither an open end nor an end
+        rate leaves when work ends to improve, or there is no job to plan."""
+        ends_count = self.open_end or self.end_rate > 0
+        return self.proven(inc) and (not ends_count or not self.inst.jobs)
 
     def only_bound_time_left(self) -> bool:
         """The budget is spent, but for what is kept to tighten the bound at the end."""
@@ -125,6 +133,6 @@ class Search:
 
     def build(self, sub: Subproblem) -> NodeModel:
         started = time.perf_counter()
-        nm = NodeModel(self.inst, sub, self.scale, self.end_weights)
+        nm = NodeModel(self.inst, sub, self.scale, self.end_weights, self.end_rate)
         self.build_seconds += time.perf_counter() - started
         return nm

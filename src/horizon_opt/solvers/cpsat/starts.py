@@ -48,16 +48,15 @@ def initial(search: Search) -> Incumbent:
         candidates.append((hint.solver, placements_from_plan(inst, hint, free)))
     best: Incumbent | None = None
     for name, placements in candidates:
-        inc = Incumbent(inst, free, placements, search.end_weights)
+        inc = Incumbent(inst, free, placements, search.end_weights, search.end_rate)
         search.write_log(f"start candidate {name}: pwo {inc.value():.3f}")
         if best is None or best.beaten_by(inc.value(), inc.weighted_ends()):
             best = inc
     assert best is not None
     own = None if hint is None else plan_layout(inst, hint)
     if hint is not None and own is not None:
-        inc = Incumbent(
-            inst, own.free, placements_from_plan(inst, hint, own.free), search.end_weights
-        )
+        placements = placements_from_plan(inst, hint, own.free)
+        inc = Incumbent(inst, own.free, placements, search.end_weights, search.end_rate)
         search.write_log(f"start candidate {hint.solver}, its own layout: pwo {inc.value():.3f}")
         if best.beaten_by(inc.value(), inc.weighted_ends()):
             search.layout = own

@@ -1,0 +1,46 @@
+"""An end discount (`SearchParams.end_discount`): pwo traded against when valuable work ends.
+
+One 8-GPU node, 1-hour slots, an open end. `big` (8 GPUs, 4 slots, priority 10, no deadline)
+is worth 10 x 32 = 320; `due` (8 GPUs, 4 slots, priority 1, deadline slot 4) is worth 32 and
+ends on time only if it runs first. The end weights by value are 1000 for `big` and 100 for
+`due`; the end rate is discount x 320 / 1000 pwo per weighted slot.
+
+- Discount 0: pwo first, `due` at 0 and `big` at 4 (pwo 352).
+- Discount 0.05 (rate 0.016): `due` first scores 352 - 0.016 x (100 x 4 + 1000 x 8) = 217.6;
+  `big` first, `due` left out, 320 - 0.016 x 1000 x 4 = 256: `big` first (pwo 320).
+- Discount 0.01 (rate 0.0032): 352 - 26.9 = 325.1 against 320 - 12.8 = 307.2: `due` first.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_solvers import build
+
+import horizon_opt as ho
+from horizon_opt.params import SearchParams
+
+TWO = {
+    "name": "discount",
+    "horizon": {"slots": 12, "slot_minutes": 60, "open_end": True},
+    "pools": [{"name": "p", "gpu_type": "H100", "nodes": 1, "gpus_per_node": 8}],
+    "jobs": [
+        {"id": "big", "priority": 10, "gpus": 8, "duration": 4},
+        {"id": "due", "priority": 1, "gpus": 8, "duration": 4, "deadline": 4},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("discount", "first", "pwo"), [(0.0, "due", 352), (0.05, "big", 320), (0.01, "due", 352)]
+)
+def test_a_discount_starts_valuable_work_sooner_at_its_price_in_pwo(
+    discount: float, first: str, pwo: float
+) -> None:
+    inst = build(TWO)
+    params = SearchParams(end_discount=discount)
+    plan = ho.solve(inst, "cpsat", time_limit=2.0, workers=1, seed=0, params=params)
+    assert ho.check(inst, plan) == []
+    starts = {a.job: a.start for a in plan.assignments}
+    assert starts[first] == 0
+    assert plan.objective == pytest.approx(pwo)
+    assert plan.bound is not None and plan.bound >= 352 - 1e-9  # still a bound on pwo
