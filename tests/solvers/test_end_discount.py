@@ -13,10 +13,16 @@ ends on time only if it runs first. The end weights by value are 1000 for `big` 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+import yaml
 from test_solvers import build
+from typer.testing import CliRunner
 
 import horizon_opt as ho
+from horizon_opt.cli import app
 from horizon_opt.params import SearchParams
 
 TWO = {
@@ -44,3 +50,35 @@ def test_a_discount_starts_valuable_work_sooner_at_its_price_in_pwo(
     assert starts[first] == 0
     assert plan.objective == pytest.approx(pwo)
     assert plan.bound is not None and plan.bound >= 352 - 1e-9  # still a bound on pwo
+
+
+@pytest.mark.parametrize(("discount", "first"), [(0.0, "due"), (0.05, "big")])
+def test_cli_simulate_replans_with_an_end_discount(
+    tmp_path: Path, discount: float, first: str
+) -> None:
+    """`simulate --end-discount` reaches the re-plans: in a world as planned, the first plan's
+    order is the one above, and the summary says which discount."""
+    path = tmp_path / "discount.yaml"
+    path.write_text(yaml.safe_dump(TWO, sort_keys=False))
+    out = tmp_path / "out"
+    args = ["simulate", str(path), "-o", str(out), "--policy", "cpsat@event", "-t", "1"]
+    args += ["--world", "synthetic", "--noise", "none", "--no-charts"]
+    args += ["--end-discount", str(discount)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    ran = json.loads((out / "cpsat@event.ran.json").read_text())
+    assert {a["job"]: a["start"] for a in ran["assignments"]}[first] == 0
+    said = "end discount 0.05" in (out / "summary.md").read_text()
+    assert said == (discount > 0)
+
+
+def test_cli_simulate_refuses_a_discount_out_of_range(tmp_path: Path) -> None:
+    path = tmp_path / "discount.yaml"
+    path.write_text(yaml.safe_dump(TWO, sort_keys=False))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app, ["simulate", str(path), "-o", str(out), "--end-discount", "-1"]
+    )
+    assert result.exit_code == 2
+    assert "--end-discount" in result.output and "Traceback" not in result.output
+    assert not out.exists()

@@ -116,6 +116,17 @@ DeadlineOdds = Annotated[
         "docs/simulate.md).",
     ),
 ]
+EndDiscount = Annotated[
+    float,
+    typer.Option(
+        help="For cpsat's re-plans: a plan gives up this share of each job's value per hour its "
+        "end comes later, so it trades some pwo for ending valuable work sooner instead of "
+        "deferring it behind work a later plan may put first again (0: the order only breaks "
+        "ties; docs/design.md).",
+        min=0.0,
+        max=1.0,
+    ),
+]
 EarlyStarts = Annotated[
     bool | None,
     typer.Option(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ from horizon_opt.cli.errors import input_errors
 from horizon_opt.cli.options import (
     DeadlineOdds,
     EarlyStarts,
+    EndDiscount,
     InstanceArg,
     KeepPromises,
     PlanTimeLimit,
@@ -169,6 +171,7 @@ def simulate_cmd(
     stability: Stability = 0.0,
     keep_promises: KeepPromises = 0.0,
     deadline_odds: DeadlineOdds = False,
+    end_discount: EndDiscount = 0.0,
     early_starts: EarlyStarts = None,
     noise: NoiseOption = None,
     world_kind: WorldKind = None,
@@ -222,13 +225,15 @@ def simulate_cmd(
         warn(instance, inst)
         world, drawn = replay_world(inst, world_kind, seed, world_noise, actual)
         measured = Window.parse(window, inst.slots, inst.slot_minutes)
-    options = SolveOptions(time_limit=time_limit, workers=workers, seed=solver_seed, params=LOOP)
+    params = replace(LOOP, end_discount=end_discount)
+    options = SolveOptions(time_limit=time_limit, workers=workers, seed=solver_seed, params=params)
     replays = []
     for p in chosen:
         typer.echo(f"replaying {p.name} ...", err=True)
         replays.extend(simulate(inst, [p], world, options, window=measured))
     options_set = f", promises held at {keep_promises:g}" if keep_promises else ""
     options_set += ", deadline odds" if deadline_odds else ""
+    options_set += f", end discount {end_discount:g}" if end_discount else ""
     if early_starts is not None:
         options_set += f", early starts {'on' if early_starts else 'off'}"
     h = inst.hours_per_slot
