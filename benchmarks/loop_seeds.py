@@ -118,7 +118,7 @@ VARIANTS: dict[str, Variant] = {
         for d in (0.005, 0.01, 0.02)
     },
     **{
-        f"cpsat-expect@event (deadline odds, end discount {d:g})": Variant(
+        f"cpsat-expect@event (deadline odds and end discount {d:g})": Variant(
             "cpsat-expect@event", {"end_discount": d}, odds=True
         )
         for d in (0.005, 0.01, 0.02)
