@@ -211,5 +211,5 @@ def test_loop_plans_go_without_the_pool_start(
     args = ["simulate", str(path), "-o", str(tmp_path / "out"), "-t", "1", "--no-charts"]
     result = CliRunner().invoke(app, [*args, "--policy", "cpsat@event"])
     assert result.exit_code == 0, result.output
-    assert seen and all(options.params is LOOP for options in seen)
+    assert seen and all(options.params == LOOP for options in seen)
     assert LOOP.pool_start == "off" and SearchParams().pool_start == "solved"
