@@ -564,10 +564,11 @@ class NodeModel:
 
 def _end_terms(rate_units: float, ends_max: int) -> tuple[int, int]:
     """(M, K) of the objective for an end rate of `rate_units` value units per weighted end
-    slot: a tie-break (M above every sum of weighted ends, K = 1) at 0, else integers whose
-    ratio K/M is that rate, K kept small enough for 64-bit objectives."""
+    slot: a tie-break (M above every sum of weighted ends, K = 1) at 0 or at a rate below a
+    tie-break's, else integers whose ratio K/M is that rate, K kept small enough for 64-bit
+    objectives."""
     if rate_units <= 0:
         return 1 + ends_max, 1
     if rate_units < 1:
-        return max(1, round(1 / rate_units)), 1
+        return min(max(1, round(1 / rate_units)), 1 + ends_max), 1
     return 1, max(1, min(round(rate_units), MAX_OBJECTIVE // (4 * max(ends_max, 1))))
