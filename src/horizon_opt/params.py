@@ -78,12 +78,12 @@ class SearchParams:
     end_discount: float = 0.0
     """How plans weigh pwo against when work ends: 0 ranks them by pwo, then by weighted end
     slots (`end_order`); above 0, by pwo less `end_discount` of each job's value per hour its
-    end comes later (with the value order; `model.end_rate`), so a plan gives up some of the
+    end comes later (with the value order; `objective.end_rate`), so a plan gives up some of the
     pwo it promises itself later for valuable work ended sooner. For plans in a loop, where
     work that arrives later competes for the GPUs a plan leaves for later, and the start a plan
     keeps deferring may never come. The proven bound is still on pwo."""
     end_order: Literal["value", "priority", "none"] = "value"
-    """Plans of equal pwo rank by their end slots weighted per job (`model.end_weights`): by
+    """Plans of equal pwo rank by their end slots weighted per job (`objective.end_weights`): by
     value, the most valuable work per GPU-hour ends first; by priority, also the smallest work
     first among equal priorities; none weighs every job alike (smallest work first)."""
 

@@ -7,7 +7,7 @@ import pytest
 
 import horizon_opt as ho
 from horizon_opt.model.load import parse_spec
-from horizon_opt.solvers.cpsat import model
+from horizon_opt.solvers.cpsat import objective
 
 # Twenty nodes of 1,024 GPUs, weekly slots. Two whole-node gangs of 12 and 10 nodes for 6,000
 # of 10,000 slots: only one fits, while the LP runs more, so cpsat builds its full model. Each is
@@ -26,9 +26,12 @@ BIG = {
 
 def test_the_scale_keeps_the_objective_in_range() -> None:
     inst = ho.compile_instance(parse_spec(BIG))
-    scale = model.value_scale(inst)
-    weight = 1 + model.END_WEIGHT_STEPS * len(inst.jobs) * inst.slots
-    assert sum(model.value_units(j.value, scale) for j in inst.jobs) * weight <= model.MAX_OBJECTIVE
+    scale = objective.value_scale(inst)
+    weight = 1 + objective.END_WEIGHT_STEPS * len(inst.jobs) * inst.slots
+    assert (
+        sum(objective.value_units(j.value, scale) for j in inst.jobs) * weight
+        <= objective.MAX_OBJECTIVE
+    )
     assert scale < 1
 
 

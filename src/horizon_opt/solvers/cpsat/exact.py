@@ -15,13 +15,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from horizon_opt.solvers.cpsat.incumbent import Incumbent, weighted_ends
-from horizon_opt.solvers.cpsat.model import (
-    NodeModel,
-    Subproblem,
-    pack_subproblem,
-    placement_units,
-    room_beside,
-)
+from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem, pack_subproblem, room_beside
+from horizon_opt.solvers.cpsat.objective import placement_units
 from horizon_opt.solvers.cpsat.search import Search
 
 
@@ -89,7 +84,7 @@ def solve_full(
         raise RuntimeError(f"internal error: full model status {solver.status_name(status)}")
     if status == cp_model.UNKNOWN:
         return False, None
-    bound = nm.value_bound(solver) / search.scale
+    bound = nm.weighing.units_bound(solver.best_objective_bound) / search.scale
     return status == cp_model.OPTIMAL or inc.value() >= bound - 1e-9 * max(1.0, bound), bound
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from horizon_opt.model.instance import Instance, IntArray
 from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers.assemble import Placement
-from horizon_opt.solvers.cpsat.model import end_weights
+from horizon_opt.solvers.cpsat.objective import end_weights
 
 
 @dataclass
@@ -21,7 +21,7 @@ class Incumbent:
     free: IntArray  # [N, S] left by the inference layout
     placements: dict[int, Placement] = field(default_factory=dict)
     weights: tuple[int, ...] | None = None  # the tie-break's end weights (None: by value)
-    rate: float = 0.0  # pwo per weighted end slot (`model.end_rate`; 0: a tie-break only)
+    rate: float = 0.0  # pwo per weighted end slot (`objective.end_rate`; 0: a tie-break only)
 
     def __post_init__(self) -> None:
         self.version = 0  # counts changes, for caches of derived data
@@ -71,7 +71,7 @@ class Incumbent:
 def weighted_ends(
     instance: Instance, weights: Sequence[int], placements: Iterable[Placement]
 ) -> int:
-    """The tie-break's value-weighted sum of end slots (`weights`: `model.end_weights`)."""
+    """The tie-break's value-weighted sum of end slots (`weights`: `objective.end_weights`)."""
     return sum(weights[p.job] * p.end(instance) for p in placements)
 
 

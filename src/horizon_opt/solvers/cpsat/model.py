@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -37,6 +35,7 @@ from horizon_opt.model.windows import StartDomain
 from horizon_opt.plans.inference import Layout
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.borrowed import team_used
+from horizon_opt.solvers.cpsat.objective import Weighing, value_units
 
 
 def cp_domain(starts: StartDomain) -> cp_model.Domain:
@@ -71,9 +70,6 @@ def room_beside(instance: Instance, fixed: Sequence[Placement]) -> IntArray | No
     return room
 
 
-MAX_OBJECTIVE = 2**60  # CP-SAT's objective and its bounds must fit 64-bit integers
-
-
 def pack_subproblem(
     instance: Instance, layout: Layout, runs: Mapping[int, tuple[int, int]]
 ) -> Subproblem:
@@ -89,69 +85,6 @@ def pack_subproblem(
         inference_hint=layout,
         team_room=room_beside(instance, []),
     )
-
-
-def value_scale(instance: Instance) -> float:
-    """The power of ten that turns job values into integer objective units.
-
-    The smallest (<= 10^6) that makes every value an integer; lowered, below 1 if need be, while
-    the largest objective (every unit times the end-time tie-break weight) could overflow
-    CP-SAT's 64-bit integers. Units are rounded up, so CP-SAT's bounds stay valid either way.
-    """
-    values = [j.value for j in instance.jobs]
-    values += [j.promise.bonus for j in instance.jobs if j.promise is not None]
-    scale: float = 10**6
-    for exact in (1, 10, 100, 1_000, 10_000, 100_000):
-        if all(abs(v * exact - round(v * exact)) < 1e-6 for v in values):
-            scale = exact
-            break
-    weight = 1 + END_WEIGHT_STEPS * len(instance.jobs) * instance.slots  # the largest tie weight
-    while scale > 1e-300 and sum(value_units(v, scale) for v in values) * weight > MAX_OBJECTIVE:
-        scale /= 10
-    return scale
-
-
-END_WEIGHT_STEPS = 1000  # a job's end-slot weight in the tie-break is 1 to this, by value
-
-
-def end_weights(
-    instance: Instance, order: Literal["value", "priority", "none"] = "value"
-) -> tuple[int, ...]:
-    """Per job, the weight of its end slot in the tie-break, on a scale of 1 to
-    `END_WEIGHT_STEPS`. Plans of equal pwo then rank by weighted completion; with an open end,
-    where every job can end in time, this is what ranks plans at all. Smith's rule over GPU-hours
-    says what each order puts first: by value (priority times GPU-hours), the highest priority;
-    by priority, the highest priority per GPU-hour, so small urgent work before large; none (1
-    for every job), the smallest work."""
-    if order == "none":
-        return tuple(1 for _ in instance.jobs)
-    weights = [j.value if order == "value" else j.priority for j in instance.jobs]
-    top = max(weights, default=0.0)
-    if top <= 0:
-        return tuple(1 for _ in instance.jobs)
-    return tuple(max(1, round(END_WEIGHT_STEPS * w / top)) for w in weights)
-
-
-def end_rate(instance: Instance, discount: float) -> float:
-    """The pwo a plan gives up per unit of weighted end slots (`SearchParams.end_discount`): the
-    most valuable job weighs `END_WEIGHT_STEPS`, so with the value order each job loses about
-    `discount` of its value per hour its end comes later."""
-    top = max((j.value for j in instance.jobs), default=0.0)
-    return max(discount, 0.0) * instance.hours_per_slot * top / END_WEIGHT_STEPS
-
-
-def value_units(value: float, scale: float) -> int:
-    """A job's value in integer objective units, rounded up so that bounds stay valid."""
-    return max(1, math.ceil(value * scale - 1e-9))
-
-
-def placement_units(instance: Instance, p: Placement, scale: float) -> int:
-    """The objective units a placement earns in the model: its value's and its kept promise's."""
-    if p.earned(instance) <= 0:
-        return 0
-    bonus = p.bonus(instance)
-    units = value_units(instance.jobs[p.job].value, scale)
-    return units + (value_units(bonus, scale) if bonus > 0 else 0)
 
 
 class NodeModel:
@@ -436,21 +369,20 @@ class NodeModel:
         return promise.pool in pools and promise.start <= self.sub.latest_end[j] - d
 
     def _objective(self) -> None:
-        """max scale*value*present*M - K*sum(w*end), w the job's `end_weights`: K = 1 and M > the
-        largest possible sum(w*end) for a tie-break, else K/M = the end rate in units; a kept
-        promise adds its bonus's units."""
+        """max scale*value*present*M - K*sum(w*end), w the job's `end_weights` and M, K the
+        `Weighing` of value against ends; a kept promise adds its bonus's units."""
         weights = self.end_weights
         ends_max = sum(weights[j] * self.sub.latest_end[j] for j in self.on_pool)
-        self.tie_weight, self.end_k = _end_terms(self.rate * self.scale, ends_max)
+        self.weighing = w = Weighing.at_rate(self.rate * self.scale, ends_max)
         terms = []
         for j, lits in self.on_time.items():
-            coef = value_units(self.inst.jobs[j].value, self.scale) * self.tie_weight
+            coef = value_units(self.inst.jobs[j].value, self.scale) * w.per_unit
             terms += [coef * lit for lit in lits]
         for j, k in self.kept.items():
             bonus = self.inst.jobs[j].promise.bonus  # type: ignore[union-attr]
             if bonus > 0:
-                terms.append(value_units(bonus, self.scale) * self.tie_weight * k)
-        ends = [self.end_k * weights[j] * self.end[j] for j in self.on_pool]
+                terms.append(value_units(bonus, self.scale) * w.per_unit * k)
+        ends = [w.per_end * weights[j] * self.end[j] for j in self.on_pool]
         self.model.maximize(sum(terms) - sum(ends))
 
     def _hint(self) -> None:
@@ -543,32 +475,3 @@ class NodeModel:
             replicas.append(counts)
         free.setflags(write=False)
         return Layout(tuple(replicas), free)
-
-    def value_bound(self, solver: cp_model.CpSolver) -> int:
-        """An upper bound on the value units of the free jobs, from CP-SAT's objective bound."""
-        return self.units_bound(solver.best_objective_bound)
-
-    def units_of(self, objective: float) -> int:
-        """The value units of a solution: objective = M * units - K*sum(w*end), 0 <= that < M
-        for a tie-break (with an end rate, at most its units)."""
-        return int(-(-round(objective) // self.tie_weight))
-
-    def units_bound(self, objective_bound: float) -> int:
-        """objective = M * units - K*sum(w*end) with 0 <= sum(w*end) <= sum(w*latest_end), and
-        units is an integer, so units <= floor((objective bound + K*sum(w*latest_end)) / M)."""
-        ends_max = self.end_k * sum(
-            self.end_weights[j] * self.sub.latest_end[j] for j in self.on_pool
-        )
-        return int((math.floor(objective_bound) + ends_max) // self.tie_weight)
-
-
-def _end_terms(rate_units: float, ends_max: int) -> tuple[int, int]:
-    """(M, K) of the objective for an end rate of `rate_units` value units per weighted end
-    slot: a tie-break (M above every sum of weighted ends, K = 1) at 0 or at a rate below a
-    tie-break's, else integers whose ratio K/M is that rate, K kept small enough for 64-bit
-    objectives."""
-    if rate_units <= 0:
-        return 1 + ends_max, 1
-    if rate_units < 1:
-        return min(max(1, round(1 / rate_units)), 1 + ends_max), 1
-    return 1, max(1, min(round(rate_units), MAX_OBJECTIVE // (4 * max(ends_max, 1))))

@@ -30,7 +30,8 @@ from horizon_opt.relaxation.columns import pool_free_gpus
 from horizon_opt.relaxation.pool_model import PoolVars, build_pool_model, run_length
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.cpsat.budget import Budget
-from horizon_opt.solvers.cpsat.model import NodeModel, end_weights, pack_subproblem, value_scale
+from horizon_opt.solvers.cpsat.model import NodeModel, pack_subproblem
+from horizon_opt.solvers.cpsat.objective import end_weights, value_scale
 from horizon_opt.solvers.cpsat.runner import Runner
 from horizon_opt.solvers.options import SolveOptions
 

@@ -125,15 +125,18 @@ class Runner:
         tie-break."""
         solver = self.solver(limit, seed, workers, log_search=True)
         best = best_units
+        weighing = nm.weighing
+        # (with an end rate, a plan of no more units may still rank above: no early stop)
+        stops = weighing.ties_only
 
         def on_bound(bound: float) -> None:
-            if nm.units_bound(bound) <= best:
+            if stops and weighing.units_bound(bound) <= best:
                 solver.stop_search()
 
         def on_solution(objective: float) -> None:
             nonlocal best
-            best = max(best, nm.units_of(objective))
-            if best >= target_units:
+            best = max(best, weighing.units_of(objective))
+            if stops and best >= target_units:
                 solver.stop_search()
 
         solver.best_bound_callback = on_bound

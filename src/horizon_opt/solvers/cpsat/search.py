@@ -17,13 +17,8 @@ from horizon_opt.plans.tolerance import reaches, slack
 from horizon_opt.relaxation.pool_model import PoolSolution
 from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.incumbent import Incumbent
-from horizon_opt.solvers.cpsat.model import (
-    NodeModel,
-    Subproblem,
-    end_rate,
-    end_weights,
-    value_scale,
-)
+from horizon_opt.solvers.cpsat.model import NodeModel, Subproblem
+from horizon_opt.solvers.cpsat.objective import end_rate, end_weights, value_scale
 from horizon_opt.solvers.cpsat.runner import Runner
 from horizon_opt.solvers.options import SolveOptions
 from horizon_opt.solvers.progress import Progress
