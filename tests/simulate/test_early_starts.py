@@ -2,11 +2,11 @@
 learned run times) starts a job its plan starts later as soon as it fits on GPUs no other
 planned start needs over its planned run (`_Replayer.start_early`).
 
-One 4-GPU node, 6 hourly slots, no inference. `a` (priority 2, 4 GPUs, limit 3 slots, really 1)
-and `b` (priority 1, 4 GPUs, 2 slots) are released at 0. The plan at 0 runs `a` 0-3, then `b`
-3-5; the next full plan is due at 6, and the fill at `a`'s early end (slot 1) holds `b`'s
-promised start. With early starts `b` starts at 1, on the node `a` left idle (1-3, before any
-other planned start); without, it waits for slot 3.
+One 4-GPU node, 6 hourly slots, no inference. `a` (priority 2, 4 GPUs, limit 4 slots, really 1)
+and `b` (priority 1, 4 GPUs, 2 slots) are released at 0. The plan at 0 runs `a` 0-4, then `b`
+4-6; the next full plan is due at 6, and the fill at `a`'s early end (slot 1) holds `b`'s
+promised start. With early starts `b` starts at 1, on the node `a` left idle (1-4, before any
+other planned start); without, it waits for slot 4, 3 slots beside the idle node: starved.
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ SPEC = {
     "horizon": {"slots": 6, "slot_minutes": 60},
     "pools": [{"name": "p", "gpu_type": "H100", "nodes": 1, "gpus_per_node": 4}],
     "jobs": [
-        {"id": "a", "priority": 2, "gpus": 4, "duration": 3},
+        {"id": "a", "priority": 2, "gpus": 4, "duration": 4},
         {"id": "b", "priority": 1, "gpus": 4, "duration": 2},
     ],
 }
-WORLD = World({"a": 1 / 3, "b": 1.0}, frozenset(), ())
+WORLD = World({"a": 1 / 4, "b": 1.0}, frozenset(), ())
 
 
 @pytest.mark.parametrize("name", ["greedy", "cpsat"])
-@pytest.mark.parametrize(("early", "b_starts"), [(True, 1), (False, 3)])
+@pytest.mark.parametrize(("early", "b_starts"), [(True, 1), (False, 4)])
 def test_a_later_start_that_fits_now_starts_now(name: str, early: bool, b_starts: int) -> None:
     inst = build(SPEC)
     r = replay(inst, WORLD, replace(policy(name, 6, 6), start_early=early), FAST)
@@ -65,10 +65,10 @@ def test_who_starts_early_by_default(name: str, early: bool) -> None:
     assert policy(name, 6, 6, slot_minutes=60).start_early is early
 
 
-@pytest.mark.parametrize(("flag", "b_starts"), [("--early-starts", 1), ("--no-early-starts", 3)])
+@pytest.mark.parametrize(("flag", "b_starts"), [("--early-starts", 1), ("--no-early-starts", 4)])
 def test_simulate_turns_early_starts_on_or_off(tmp_path: Path, flag: str, b_starts: int) -> None:
     """The same replay through `simulate --actual`: greedy every 6 h (off by default) with
-    `--early-starts` starts `b` at 1; `--no-early-starts` keeps it at 3."""
+    `--early-starts` starts `b` at 1; `--no-early-starts` keeps it at 4."""
     src = tmp_path / "early.yaml"
     src.write_text(yaml.safe_dump(SPEC))
     write_world(tmp_path / "world.yaml", build(SPEC), WORLD)

@@ -38,6 +38,30 @@ def test_idle_gpus_subtract_runs_and_replicas() -> None:
     assert idle[0].tolist() == [0, 0, 0, 8, 8, 4, 4, 8, 8, 8]
 
 
+def test_a_job_that_waits_beside_idle_gpus_no_longer_than_its_limit_is_not_starved() -> None:
+    """Big runs 0-3; "small" (2 slots) waits beside the idle node 3-4 and starts at 5; "next"
+    (1 slot) waits beside it at 7 and runs 8-9: each waited its run, not longer. Run at 9,
+    "next" waits 2 slots beside room for its 1-slot run."""
+    inst = build(TEN)
+    on_time = [run("big", 0, 3, 8), run("small", 5, 7, 4), run("next", 8, 9, 4)]
+    assert starved_jobs(inst, Audit(on_time, [], [])) == []
+    late = [*on_time[:2], run("next", 9, 10, 4)]
+    assert starved_jobs(inst, Audit(late, [], [])) == [Starved("next", 2, 1)]
+
+
+def test_gpus_the_inference_reservation_holds_are_not_idle() -> None:
+    """Big runs 0-3; the reservation holds 4 GPUs over 3-10 that no replica needed: "small"
+    still had room beside it (4 GPUs 3-5) but "big" never fitted again."""
+    inst = build(TEN)
+    reserved = np.zeros((1, 10), dtype=np.int64)
+    reserved[0, 3:] = 4
+    audit = Audit([run("big", 0, 3, 8), run("small", 6, 8, 4)], [], [], reserved)
+    assert idle_gpus(inst, audit)[0].tolist() == [0, 0, 0, 4, 4, 4, 0, 0, 4, 4]
+    assert starved_jobs(inst, audit) == [Starved("small", 6, 2), Starved("next", 2, 1)]
+    reserved[0, 3:] = 8
+    assert starved_jobs(inst, audit) == []
+
+
 def test_a_job_that_waits_beside_idle_gpus_longer_than_its_limit_is_starved() -> None:
     """Big runs 0-3, then the node sits idle until "small" starts at 6: "small" waited 0-5 (6
     slots), and its whole 2-slot run fitted in 3-5. "next" waited 8-9 after "small" ended at 8

@@ -48,12 +48,14 @@ class Run:
 
 @dataclass(frozen=True)
 class Audit:
-    """A replay's log: every run, and per service the replicas that ran ([nodes of its pool,
-    S]) and the demand they served ([S])."""
+    """A replay's log: every run, per service the replicas that ran ([nodes of its pool, S]) and
+    the demand they served ([S]), and the GPUs the inference reservation in force held ([N, S];
+    a reserved replica its service did not need held its GPUs without running)."""
 
     runs: list[Run]
     replicas: list[IntArray]
     served: list[FloatArray]
+    reserved: IntArray | None = None
 
 
 def told_spec(instance: Instance, world: World) -> InstanceSpec:

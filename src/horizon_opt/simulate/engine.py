@@ -460,7 +460,7 @@ def _figures(r: _Replayer, totals: SlotTotals, by_slot: list[float]) -> Replay:
     promised, promise_error, p50_error, coverage = r.book.figures(
         inst.slots, inst.hours_per_slot, r.tally.window
     )
-    audit = Audit(r.live.log, r.serving.ran_replicas, r.serving.served)
+    audit = Audit(r.live.log, r.serving.ran_replicas, r.serving.served, r.serving.held)
     told_fails = r.world.fails if policy.knows_outcomes else frozenset()
     starved = {s.job: s.slots for s in starved_jobs(inst, audit, told_fails)}
     run_error, under = r.predictions.figures(inst.hours_per_slot)

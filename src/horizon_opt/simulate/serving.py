@@ -22,8 +22,9 @@ from horizon_opt.simulate.world import World
 
 
 class Serving:
-    """The reservation in force (`reserved` GPUs per node and slot, the layout's replicas), and
-    per service the replicas that ran ([nodes of its pool, S]) and the demand served ([S])."""
+    """The reservation in force (`reserved` GPUs per node and slot, the layout's replicas; `held`,
+    what it was at each slot served), and per service the replicas that ran ([nodes of its pool,
+    S]) and the demand served ([S])."""
 
     def __init__(self, instance: Instance, world: World) -> None:
         self.inst = instance
@@ -36,6 +37,7 @@ class Serving:
         self.layout_replicas: tuple[IntArray, ...] = ()
         self.replicas: dict[int, IntArray] = {}  # service -> [S] reserved replicas
         self.reserved: IntArray = np.zeros((instance.num_nodes, instance.slots), dtype=np.int64)
+        self.held: IntArray = np.zeros_like(self.reserved)  # the reservation in force, by slot
         # what the plan's inference leaves to batch work, [N, the plan's slots]
         self.batch_room: IntArray = instance.capacity.astype(np.int64)
         self.extra: IntArray = np.zeros(instance.num_nodes, dtype=np.int64)  # at this slot
@@ -62,6 +64,7 @@ class Serving:
         serving = demand = short = 0.0
         preempted = False
         self.extra = np.zeros(self.inst.num_nodes, dtype=np.int64)
+        self.held[:, t] = self.reserved[:, t]
         needs = [math.ceil(float(self.world.demand[s.index][t]) - 1e-9) for s in self.inst.services]
         idle = self._run_reserved(t, needs)
         for s in self.inst.services:

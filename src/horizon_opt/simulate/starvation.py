@@ -1,6 +1,7 @@
 """Starved jobs: a job that waited, ready to run, while GPUs it could use sat idle for longer
-than its own limit: it could have run whole, start to end, on GPUs nothing used (and within its
-team's limit on the pool, validity rule 8), and the policy did not start it.
+than its own limit: it could have run whole, start to end, on GPUs nothing used or reserved for
+inference (and within its team's limit on the pool, validity rule 8), and the policy did not
+start it.
 
 Found from a replay's audit alone (what ran where, and the replicas that served inference),
 not from the replayer's own state, so that it checks the replay rather than repeats it."""
@@ -28,16 +29,21 @@ class Starved:
 
 
 def idle_gpus(instance: Instance, audit: Audit) -> IntArray:
-    """[N, S] GPUs up and held by no run and no inference replica."""
+    """[N, S] GPUs up and held by no run, no inference replica and not the inference
+    reservation: the policy reserved them for inference at its forecast, so a job that waits
+    beside reserved GPUs its service did not need waits on the forecast, not on the policy."""
     used = np.zeros_like(instance.capacity)
     rows = {name: n for n, name in enumerate(instance.node_names)}
     for run in audit.runs:
         for node, gpus in run.gpus.items():
             used[rows[node], run.start : min(run.end, instance.slots)] += len(gpus)
+    serving = np.zeros_like(instance.capacity)
     for service, ran in zip(instance.services, audit.replicas, strict=True):
         nodes = instance.pools[service.pool].node_range
-        used[nodes.start : nodes.stop] += ran * service.gpus_per_replica
-    idle: IntArray = np.maximum(instance.capacity - used, 0)
+        serving[nodes.start : nodes.stop] += ran * service.gpus_per_replica
+    if audit.reserved is not None:
+        serving = np.maximum(serving, audit.reserved[:, : instance.slots])
+    idle: IntArray = np.maximum(instance.capacity - used - serving, 0)
     return idle
 
 
@@ -94,9 +100,11 @@ def _run_lengths(flags: np.ndarray) -> np.ndarray:
 def _whole_runs(
     instance: Instance, job: int, idle: IntArray, room: IntArray, ready: np.ndarray
 ) -> np.ndarray:
-    """[S] whether a whole run of the job could have ended at each slot: on one pool it may use,
-    its gang's nodes each had its GPUs idle for every slot of the run, its team's limit there
-    (`room`, `limit_room`) had room for it, and it was ready throughout."""
+    """[S] whether the job had waited beside room for a whole run for longer than the run, up to
+    each slot: on one pool it may use, its gang's nodes each had its GPUs idle for every slot of
+    the run and one more, its team's limit there (`room`, `limit_room`) had room for it, and it
+    was ready throughout. (A job that waits exactly its run beside idle GPUs, as one released
+    while a plan is made, lost no more than the run's length: not starved.)"""
     spec = instance.jobs[job]
     waited = _run_lengths(ready)
     fits = np.zeros(instance.slots, dtype=bool)
@@ -106,8 +114,8 @@ def _whole_runs(
         if spec.team is not None:
             usable &= room[spec.team, pool] >= spec.gpus
         free = _run_lengths(usable)
-        run = spec.durations[pool]
-        fits |= ((free >= run).sum(axis=0) >= gang.nodes) & (waited >= run)
+        longer = spec.durations[pool] + 1
+        fits |= ((free >= longer).sum(axis=0) >= gang.nodes) & (waited >= longer)
     return fits
 
 
