@@ -3,8 +3,8 @@ than its own limit: it could have run whole, start to end, on GPUs nothing used 
 inference (and within its team's limit on the pool, validity rule 8), and the policy did not
 start it.
 
-Found from a replay's audit alone (what ran where, and the replicas that served inference),
-not from the replayer's own state, so that it checks the replay rather than repeats it."""
+Found from a replay's audit alone (what ran where, the replicas that served inference and the
+reservation in force), not from the replayer's own state, so that it checks the replay rather than repeats it."""
 
 from __future__ import annotations
 
