@@ -50,8 +50,9 @@ def test_a_job_that_waits_beside_idle_gpus_no_longer_than_its_limit_is_not_starv
 
 
 def test_gpus_the_inference_reservation_holds_are_not_idle() -> None:
-    """Big runs 0-3; the reservation holds 4 GPUs over 3-10 that no replica needed: "small"
-    still had room beside it (4 GPUs 3-5) but "big" never fitted again."""
+    """Big runs 0-3; the reservation holds 4 GPUs over 3-10 that no replica needed: the other
+    4 stay idle, room enough for "small" (3-5) and "next" (8-9), both starved as without it.
+    With all 8 GPUs reserved nobody had room."""
     inst = build(TEN)
     reserved = np.zeros((1, 10), dtype=np.int64)
     reserved[0, 3:] = 4

@@ -4,7 +4,8 @@ inference (and within its team's limit on the pool, validity rule 8), and the po
 start it.
 
 Found from a replay's audit alone (what ran where, the replicas that served inference and the
-reservation in force), not from the replayer's own state, so that it checks the replay rather than repeats it."""
+reservation in force), not from the replayer's own state, so that it checks the replay rather
+than repeats it."""
 
 from __future__ import annotations
 
