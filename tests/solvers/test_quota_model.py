@@ -11,7 +11,11 @@ from ortools.sat.python import cp_model
 
 import horizon_opt as ho
 from horizon_opt.model.load import parse_spec
+from horizon_opt.plans.inference import elastic_layout
 from horizon_opt.relaxation.pool_model import build_pool_model
+from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.cpsat.model import NodeModel, pack_subproblem
+from horizon_opt.solvers.cpsat.objective import end_weights
 from horizon_opt.solvers.cpsat.quota_model import add_quota_rule, fits
 
 # Two 8-GPU nodes, 8 one-hour slots, no inference. Red and blue are each entitled to 8 GPUs.
@@ -60,3 +64,22 @@ def test_cpsat_runs_the_gang_that_borrows_and_keeps_the_rule() -> None:
     runs = {a.job: (a.start, a.end) for a in plan.assignments}
     assert plan.objective == 64.0
     assert runs == {"b1": (2, 4), "r1": (4, 7)}
+
+
+def test_the_pack_hints_each_run_onto_the_nodes_its_packed_start_had() -> None:
+    """The model's runs that its start plan (packed) already has pack at once: each is hinted
+    onto the nodes it had there, so the pack's hint is a whole solution (r1 on both nodes, b1 on
+    one)."""
+    inst = _instance()
+    r1, b1 = inst.job_index["r1"], inst.job_index["b1"]
+    runs = {b1: (0, 2), r1: (0, 4)}
+    hint = [Placement(b1, 0, 2, (1,)), Placement(r1, 0, 4, (0, 1))]
+    nm = NodeModel(
+        inst, pack_subproblem(inst, elastic_layout(inst), runs, hint), 1.0, end_weights(inst)
+    )
+    nm.keep_only(runs)
+    proto = nm.model.proto.solution_hint
+    hinted = dict(zip(proto.vars, proto.values, strict=True))
+    on_nodes = {j: [hinted.get(z.Index()) for z in nm.on_node[j].values()] for j in (r1, b1)}
+    assert sorted(on_nodes[r1]) == [1, 1]
+    assert sorted(on_nodes[b1]) == [0, 1]

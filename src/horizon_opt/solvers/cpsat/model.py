@@ -71,16 +71,21 @@ def room_beside(instance: Instance, fixed: Sequence[Placement]) -> IntArray | No
 
 
 def pack_subproblem(
-    instance: Instance, layout: Layout, runs: Mapping[int, tuple[int, int]]
+    instance: Instance,
+    layout: Layout,
+    runs: Mapping[int, tuple[int, int]],
+    hint: Sequence[Placement] = (),
 ) -> Subproblem:
     """The jobs of `runs` (job -> (pool, start)) on every node, each within its run's slots,
-    the replicas decided (hinted with `layout`)."""
+    the replicas decided (hinted with `layout`), a run that `hint` has on the same pool and
+    slot hinted onto its nodes there."""
     return Subproblem(
         jobs=sorted(runs),
         nodes=list(range(instance.num_nodes)),
         residual=instance.capacity.astype(np.int64),
         earliest={j: s for j, (_, s) in runs.items()},
         latest_end={j: s + instance.jobs[j].durations[p] for j, (p, s) in runs.items()},
+        hint={p.job: p for p in hint if runs.get(p.job) == (p.pool, p.start)},
         kind="pack",
         inference_hint=layout,
         team_room=room_beside(instance, []),
@@ -432,7 +437,8 @@ class NodeModel:
     def keep_only(self, runs: Mapping[int, tuple[int, int]]) -> None:
         """Each free job only as `runs` has it (job -> (pool, start); every free job has one),
         or not at all: what is left to decide is its nodes (and, when the model decides them,
-        the inference replicas). The runs are the hint."""
+        the inference replicas). The runs are the hint, on the nodes of the subproblem's hint
+        where it has the same run."""
         self.model.clear_hints()  # type: ignore[no-untyped-call]
         self._hint_layout()
         for j, pools in self.on_pool.items():
@@ -444,6 +450,12 @@ class NodeModel:
                     self.model.add(y == 0)
                 self.model.add_hint(y, p == pool)
             self.model.add_hint(self.start[j], start)
+            h = self.sub.hint.get(j)
+            if h is not None and (h.pool, h.start) == (pool, start):
+                nodes = {self.renumber.get(n, n) for n in h.nodes}
+                if nodes <= self.on_node[j].keys():
+                    for n, z in self.on_node[j].items():
+                        self.model.add_hint(z, n in nodes)
 
     # -- solution ------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ checks like every other candidate.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +36,6 @@ from horizon_opt.solvers.cpsat.runner import Runner
 from horizon_opt.solvers.options import SolveOptions
 
 MAX_TERMS = 20_000  # (job, pool, slot) triples: beyond, the search within quotas does better
-PACK_SHARE = 0.1  # of the time given, kept to pack the model's runs on nodes
 
 Expr = cp_model.LinearExpr | int
 
@@ -211,17 +210,18 @@ def quota_plan(
     instance: Instance,
     options: SolveOptions,
     seconds: float,
-    hint: Mapping[int, tuple[int, int]] | None,
+    hint: Sequence[Placement] = (),
 ) -> tuple[list[Placement], Layout] | None:
-    """The model's best runs within `seconds` (from `hint`: job -> (pool, start), a plan that
-    keeps rule 9), packed on nodes; None when it found none. Its solves run as the search's do
-    (`Runner`: on the wall clock, the model runs with two or more workers only; Ctrl-C stops a
-    solve and keeps its best solution)."""
-    built = build_pool_model(instance, hint)
+    """The model's best runs within `seconds` (from `hint`, a plan that keeps rule 9), packed on
+    nodes; None when it found none. Its solves run as the search's do (`Runner`: on the wall
+    clock, the model runs with two or more workers only; Ctrl-C stops a solve and keeps its best
+    solution)."""
+    built = build_pool_model(instance, {p.job: (p.pool, p.start) for p in hint} or None)
     add_quota_rule(built.model, instance, built.vars)
     runner = Runner(Budget(seconds, False, options.params))
     with runner.installed():
-        solver = runner.solver(seconds * (1 - PACK_SHARE), options.seed, options.workers)
+        share = options.params.quota_pack_share
+        solver = runner.solver(seconds * (1 - share), options.seed, options.workers)
         # (its many reified rows make CP-SAT's tree search slow to improve on the start)
         solver.parameters.use_lns_only = True
         (status,) = runner.run([(solver, built.model)])
@@ -232,18 +232,25 @@ def quota_plan(
             for (j, p), lit in built.vars.present.items()
             if solver.boolean_value(lit)
         }
-        return _pack(instance, options, runner, runs)
+        return _pack(instance, options, runner, runs, hint)
 
 
 def _pack(
-    instance: Instance, options: SolveOptions, runner: Runner, runs: dict[int, tuple[int, int]]
+    instance: Instance,
+    options: SolveOptions,
+    runner: Runner,
+    runs: dict[int, tuple[int, int]],
+    hint: Sequence[Placement],
 ) -> tuple[list[Placement], Layout] | None:
-    """The runs on nodes as they are, with the replicas decided (at exactly `req`)."""
-    sub = pack_subproblem(instance, elastic_layout(instance), runs)
+    """The runs on nodes as they are, with the replicas decided (at exactly `req`); a run that
+    `hint` has on the same pool and slot is hinted onto its nodes there (the hint is packed, so
+    the runs the model kept from it pack at once)."""
+    sub = pack_subproblem(instance, elastic_layout(instance), runs, hint)
     weights = end_weights(instance, options.params.end_order)
     nm = NodeModel(instance, sub, value_scale(instance), weights)
     nm.keep_only(runs)
-    solver = runner.solver(runner.budget.time_limit * PACK_SHARE, options.seed, options.workers)
+    seconds = runner.budget.time_limit * options.params.quota_pack_share
+    solver = runner.solver(seconds, options.seed, options.workers)
     (status,) = runner.run([(solver, nm.model)])
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None

@@ -120,8 +120,7 @@ def _with_borrowing(
     stop = options.stop is not None and options.stop(progress) is not None
     if seconds <= 0 or stop or (bound is not None and same(value, bound)):
         return plan
-    hint = {p.job: (p.pool, p.start) for p in plan[0]}
-    borrowing = quota_model.quota_plan(instance, options, seconds, hint)
+    borrowing = quota_model.quota_plan(instance, options, seconds, plan[0])
     return plan if borrowing is None else best_with_quotas(instance, [plan, borrowing])
 
 
