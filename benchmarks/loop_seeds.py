@@ -115,7 +115,7 @@ VARIANTS: dict[str, Variant] = {
         f"cpsat-expect@event (end discount {d:g})": Variant(
             "cpsat-expect@event", {"end_discount": d}
         )
-        for d in (0.005, 0.01, 0.02)
+        for d in (0.005, 0.01, 0.02, 0.05, 0.1)
     },
     **{
         f"cpsat-expect@event (deadline odds and end discount {d:g})": Variant(
