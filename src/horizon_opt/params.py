@@ -43,8 +43,7 @@ class SearchParams:
     to the search within the quotas)."""
     quota_pack_share: float = 0.3
     """Of that model's time, the share kept to pack its runs on nodes (a pack proven whole
-    stops early). Packs of a tenth lost runs (benchmarks/README, "Teams: borrowing within
-    rule 9")."""
+    stops early); benchmarks/README, "Teams: borrowing within rule 9", compares shares."""
     pool_start: Literal["solved", "any", "off"] = "solved"
     """Which of the pool-level model's solutions are placed on nodes as a start plan
     (`starts.pool_start`): only a solved model's (its plan, where it packs, is proven
