@@ -437,8 +437,8 @@ class NodeModel:
     def keep_only(self, runs: Mapping[int, tuple[int, int]]) -> None:
         """Each free job only as `runs` has it (job -> (pool, start); every free job has one),
         or not at all: what is left to decide is its nodes (and, when the model decides them,
-        the inference replicas). The runs are the hint, on the nodes of the subproblem's hint
-        where it has the same run."""
+        the inference replicas). The runs are the hint, on the nodes the subproblem's hint
+        gives them (`pack_subproblem`)."""
         self.model.clear_hints()  # type: ignore[no-untyped-call]
         self._hint_layout()
         for j, pools in self.on_pool.items():
@@ -450,8 +450,8 @@ class NodeModel:
                     self.model.add(y == 0)
                 self.model.add_hint(y, p == pool)
             self.model.add_hint(self.start[j], start)
-            h = self.sub.hint.get(j)
-            if h is not None and (h.pool, h.start) == (pool, start):
+            h = self.sub.hint.get(j)  # (a pack's hint has only runs the same as `runs`)
+            if h is not None:
                 nodes = {self.renumber.get(n, n) for n in h.nodes}
                 if nodes <= self.on_node[j].keys():
                     for n, z in self.on_node[j].items():

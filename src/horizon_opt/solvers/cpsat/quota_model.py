@@ -210,7 +210,7 @@ def quota_plan(
     instance: Instance,
     options: SolveOptions,
     seconds: float,
-    hint: Sequence[Placement] = (),
+    hint: Sequence[Placement],
 ) -> tuple[list[Placement], Layout] | None:
     """The model's best runs within `seconds` (from `hint`, a plan that keeps rule 9), packed on
     nodes; None when it found none. Its solves run as the search's do (`Runner`: on the wall
