@@ -12,6 +12,10 @@ pairs), on how many (world, solver seed) pairs it beats the peer, the median pro
 with its P50 error and P90 coverage, each variant against the first pair by pair, and per
 pair. A difference whose interval spans zero is not one the draws can tell from noise.
 
+A variant sets every policy option itself, so its results do not move with the CLI's
+defaults: `cpsat-expect@event` plans without deadline odds or held promises, and `simulate`'s
+`cpsat-expect@event` is the variant `cpsat-expect@event (deadline odds and keep promises 0.5)`.
+
     .venv/bin/python benchmarks/loop_seeds.py --jobs 2 --seeds 10 \\
         --out benchmarks/results/loop_seeds.md
 """
@@ -111,6 +115,9 @@ VARIANTS: dict[str, Variant] = {
         "cpsat-expect@event", keep=0.5, odds=True
     ),
     "cpsat-risk@event (deadline odds)": Variant("cpsat-risk@event", odds=True),
+    "cpsat-risk@event (deadline odds and keep promises 0.5)": Variant(
+        "cpsat-risk@event", keep=0.5, odds=True
+    ),
     **{
         f"cpsat-expect@event (end discount {d:g})": Variant(
             "cpsat-expect@event", {"end_discount": d}

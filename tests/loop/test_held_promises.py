@@ -23,6 +23,7 @@ from horizon_opt.plans.check import check
 from horizon_opt.relaxation import solve_lp
 from horizon_opt.relaxation.pool_model import PoolLimits, pool_bound
 from horizon_opt.simulate import World, policy, replay
+from horizon_opt.simulate.policy import learning_settings
 from horizon_opt.simulate.window import Window
 from horizon_opt.solvers import SolveOptions
 
@@ -125,6 +126,27 @@ def test_online_policies_hold_no_promise() -> None:
     assert policy("cpsat@event", 2, 2, slot_minutes=60, keep_promises=1.0).keep_promises == 1.0
 
 
+@pytest.mark.parametrize(
+    ("name", "keep", "odds"),
+    [
+        ("cpsat-expect@event", 0.5, True),
+        ("cpsat-risk", 0.5, True),
+        ("cpsat@event", 0.0, False),
+        ("cpsat-pack@event", 0.0, False),
+        ("backfill-expect", 0.0, False),
+    ],
+)
+def test_learned_re_plans_hold_promises_and_read_odds_by_default(
+    name: str, keep: float, odds: bool
+) -> None:
+    """Unless told otherwise, -expect and -risk re-plans hold promises at 0.5 and value
+    deadlines by their odds; the others are unchanged; a weight given applies as given."""
+    chosen = policy(name, 2, 2)
+    assert (chosen.keep_promises, chosen.deadline_odds) == (keep, odds)
+    told = policy(name, 2, 2, keep_promises=0.0, deadline_odds=False)
+    assert (told.keep_promises, told.deadline_odds) == (0.0, False)
+
+
 def test_cli_simulate_keeps_promises(tmp_path: Path) -> None:
     """RUSH from the command line, in a world without noise: train starts at 3 as promised."""
     path = tmp_path / "rush.yaml"
@@ -148,6 +170,34 @@ def test_cli_simulate_keeps_promises(tmp_path: Path) -> None:
     ran = json.loads((out / "cpsat@event.ran.json").read_text())
     assert {a["job"]: a["start"] for a in ran["assignments"]}["train"] == 3
     assert "promises held at 3" in (out / "summary.md").read_text()
+
+
+def test_learning_settings_name_what_the_re_plans_do() -> None:
+    on_limits = [policy("backfill", 2, 2), policy("cpsat@event", 2, 2)]
+    assert learning_settings(on_limits, None) == ""
+    learned = [*on_limits, policy("cpsat-expect@event", 2, 2)]
+    expected = ", promises held at 0.5 in -expect and -risk re-plans, deadline odds"
+    assert learning_settings(learned, None) == expected
+    held = [policy("cpsat@event", 2, 2, keep_promises=0.1)]
+    assert learning_settings(held, 0.1) == ", promises held at 0.1"
+
+
+def test_cli_simulate_says_what_learned_re_plans_do(tmp_path: Path) -> None:
+    """The heading says what the -expect re-plans hold by default, and nothing once both are
+    turned off."""
+    path = tmp_path / "rush.yaml"
+    path.write_text(yaml.safe_dump(RUSH, sort_keys=False))
+    base = ["simulate", str(path), "-t", "1", "--policy", "backfill,cpsat-expect@event"]
+    base += ["--no-charts", "--world", "synthetic", "--noise", "none"]
+    default = CliRunner().invoke(app, [*base, "-o", str(tmp_path / "a")])
+    assert default.exit_code == 0, default.output
+    heading = (tmp_path / "a" / "summary.md").read_text()
+    assert "promises held at 0.5 in -expect and -risk re-plans, deadline odds" in heading
+    off = ["--keep-promises", "0", "--no-deadline-odds", "-o", str(tmp_path / "b")]
+    result = CliRunner().invoke(app, [*base, *off])
+    assert result.exit_code == 0, result.output
+    heading = (tmp_path / "b" / "summary.md").read_text()
+    assert "promises held" not in heading and "deadline odds" not in heading
 
 
 def test_cli_simulate_refuses_a_weight_out_of_range(tmp_path: Path) -> None:

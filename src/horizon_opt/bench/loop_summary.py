@@ -17,6 +17,7 @@ from horizon_opt.bench.rows import LoopRow
 from horizon_opt.bench.suite import Suite
 from horizon_opt.bench.summary import failures, figure, machine
 from horizon_opt.plans.comparison_table import markdown_table
+from horizon_opt.simulate.policy import learning_settings, policy
 
 Run = dict[str, LoopRow]  # one closed-loop run's good rows, by policy
 Group = tuple[str, str]  # (family, world kind)
@@ -184,11 +185,15 @@ def _settings(suite: Suite | None) -> list[str]:
     durations = (loop.replan_every, loop.freeze)
     every, freeze = (f"{v:g} min" if isinstance(v, float | int) else v for v in durations)
     noise = f"; the synthetic world's noise {loop.noise}" if "synthetic" in loop.worlds else ""
-    odds = ", deadline odds" if loop.deadline_odds else ""
+    chosen = [
+        policy(name, 1, 0, keep_promises=loop.keep_promises, deadline_odds=loop.deadline_odds)
+        for name in loop.policies
+    ]
+    held = learning_settings(chosen, loop.keep_promises)
+    held = held if any(p.keep_promises for p in chosen) else ", promises held at 0" + held
     return [
         f"- suite: `{suite.path}`",
-        f"- re-plan every {every}, freeze {freeze}, stability {loop.stability:g}, promises held "
-        f"at {loop.keep_promises:g}{odds}{noise}",
+        f"- re-plan every {every}, freeze {freeze}, stability {loop.stability:g}{held}{noise}",
     ]
 
 

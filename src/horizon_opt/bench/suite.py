@@ -68,8 +68,9 @@ class LoopSpec(_Model):
     replan_every: str | float = "2h"
     freeze: str | float = "2h"
     stability: float = Field(default=0.0, ge=0)
-    keep_promises: float = Field(default=0.0, ge=0, le=MAX_STABILITY)
-    deadline_odds: bool = False  # for -expect and -risk re-plans (`simulate.deadline_odds`)
+    # None: `LEARNED_KEEP_PROMISES` for -expect and -risk re-plans, none for the others
+    keep_promises: float | None = Field(default=None, ge=0, le=MAX_STABILITY)
+    deadline_odds: bool = True  # for -expect and -risk re-plans (`simulate.deadline_odds`)
     noise: str = str(Noise())
     top: str | None = None  # the rung the share of the top rung divides by; default the last
     base: str | None = None  # the policy `vs` compares with; default the registry's loop baseline

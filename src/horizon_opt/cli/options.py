@@ -97,13 +97,15 @@ Stability = Annotated[
     ),
 ]
 KeepPromises = Annotated[
-    float,
+    float | None,
     typer.Option(
         help="Hold what people were told: a start first predicted 2 h or more ahead is worth "
         "this times its job's value in every later cpsat plan that starts the job by then, so "
-        "a re-plan breaks it only for more (0: promises are not held).",
+        "a re-plan breaks it only for more (0: promises are not held). Default: 0.5 for "
+        "-expect and -risk re-plans, 0 for the others.",
         min=0.0,
         max=MAX_STABILITY,
+        show_default=False,
     ),
 ]
 DeadlineOdds = Annotated[
@@ -113,7 +115,7 @@ DeadlineOdds = Annotated[
         help="For -expect and -risk re-plans: a job with a deadline is worth its chance of "
         "ending in time, read off the ended runs: half its value for a start whose learned run "
         "ends by it, more for an early start (all of it where its limit ends by it; "
-        "docs/simulate.md).",
+        "docs/simulate.md). On by default.",
     ),
 ]
 EndDiscount = Annotated[

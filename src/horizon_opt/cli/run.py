@@ -33,6 +33,7 @@ from horizon_opt.params import LOOP
 from horizon_opt.simulate import Noise, Replay, World, policy, simulate
 from horizon_opt.simulate.audit import audit_files, write_audit
 from horizon_opt.simulate.engine import require_empty_cluster
+from horizon_opt.simulate.policy import learning_settings
 from horizon_opt.simulate.report import (
     format_table,
     plot_realized,
@@ -169,8 +170,8 @@ def simulate_cmd(
     replan_every: ReplanEvery = "2h",
     freeze: Freeze = f"{DEFAULT_FREEZE_MINUTES // 60}h",
     stability: Stability = 0.0,
-    keep_promises: KeepPromises = 0.0,
-    deadline_odds: DeadlineOdds = False,
+    keep_promises: KeepPromises = None,
+    deadline_odds: DeadlineOdds = True,
     end_discount: EndDiscount = 0.0,
     early_starts: EarlyStarts = None,
     noise: NoiseOption = None,
@@ -231,8 +232,7 @@ def simulate_cmd(
     for p in chosen:
         typer.echo(f"replaying {p.name} ...", err=True)
         replays.extend(simulate(inst, [p], world, options, window=measured))
-    options_set = f", promises held at {keep_promises:g}" if keep_promises else ""
-    options_set += ", deadline odds" if deadline_odds else ""
+    options_set = learning_settings(chosen, keep_promises)
     options_set += f", end discount {end_discount:g}" if end_discount else ""
     if early_starts is not None:
         options_set += f", early starts {'on' if early_starts else 'off'}"

@@ -40,6 +40,11 @@ gang, `runtimes.gang_class`) and counting each job's value times the share of it
 ended runs that completed: in real clusters gangs fail far more often than single-GPU jobs,
 and a start that fails earns nothing.
 
+By default the re-plans of `-expect` and `-risk` value a job with a deadline by its chance of
+ending in time (`deadline_odds`) and hold what they promised at `LEARNED_KEEP_PROMISES` times a
+job's value (`keep_promises`): planning on a median run time, a plan otherwise slides a
+deadline job to the last start the median allows, and its promises with it.
+
 `<solver>-pack` plans as `-expect` does, but counts a job on time only when its limit would end
 in time (its due slot moved earlier by what its limit adds to its prediction): packing on
 learned run times without betting on them.
@@ -48,12 +53,16 @@ learned run times without betting on them.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from horizon_opt.errors import InputError
 from horizon_opt.model.instance import duration_minutes
 from horizon_opt.simulate.runtimes import DEFAULT_QUANTILE
 from horizon_opt.solvers import SOLVERS
+
+# the weight of a held promise in `-expect` and `-risk` re-plans unless told otherwise
+LEARNED_KEEP_PROMISES = 0.5
 
 SUFFIXES = (
     "-open",
@@ -119,16 +128,17 @@ def policy(
     stability: float = 0.0,
     quantile: float = DEFAULT_QUANTILE,
     slot_minutes: int | None = None,
-    keep_promises: float = 0.0,
-    deadline_odds: bool = False,
+    keep_promises: float | None = None,
+    deadline_odds: bool = True,
     start_early: bool | None = None,
 ) -> Policy:
     """The policy called `name`: a solver, optionally with a suffix of `SUFFIXES`, then
     optionally `@EVERY/FREEZE` (durations such as `30m/0m`, `2h/1h`): the policy's own cadence
     and freeze instead of `every` and `freeze` (slots). `slot_minutes` converts that cadence
     (None: it is only checked). `stability` and `keep_promises` apply to the re-plans of
-    re-planning policies, `quantile` to `-predict` and `-expect`, `deadline_odds` to the
-    re-plans of `-expect` and `-risk` (`simulate.deadline_odds`), `start_early` to
+    re-planning policies (`keep_promises` None: `LEARNED_KEEP_PROMISES` for `-expect` and
+    `-risk`, none for the others), `quantile` to `-predict` and `-expect`, `deadline_odds` to
+    the re-plans of `-expect` and `-risk` (`simulate.deadline_odds`), `start_early` to
     re-planning policies (None: those that plan on learned run times)."""
     base, at, cadence = name.partition("@")
     at_events = cadence.split("/")[0].strip() == "event"
@@ -154,6 +164,9 @@ def policy(
     if suffix == "-open":
         return Policy(name, solver, None, open_loop=True, knows_arrivals=True)
     online = SOLVERS[solver].online
+    learned = suffix in ("-expect", "-risk")
+    if keep_promises is None:
+        keep_promises = LEARNED_KEEP_PROMISES if learned else 0.0
     return Policy(
         name,
         solver,
@@ -168,11 +181,21 @@ def policy(
         expect=quantile if suffix in ("-expect", "-pack", "-risk") else None,
         on_time_by_limit=suffix == "-pack",
         risk=suffix == "-risk",
-        deadline_odds=deadline_odds and not online and suffix in ("-expect", "-risk"),
+        deadline_odds=deadline_odds and not online and learned,
         at_events=at_events,
         start_early=not online
         and (suffix in ("-expect", "-pack", "-risk") if start_early is None else start_early),
     )
+
+
+def learning_settings(chosen: Sequence[Policy], keep_promises: float | None) -> str:
+    """What a replay's heading says of held promises and deadline odds among `chosen` (made
+    with `keep_promises`): empty when no re-plan holds a promise or reads the odds."""
+    held = ""
+    if any(p.keep_promises for p in chosen):
+        held = f", promises held at {keep_promises:g}" if keep_promises is not None else ""
+        held = held or f", promises held at {LEARNED_KEEP_PROMISES:g} in -expect and -risk re-plans"
+    return held + (", deadline odds" if any(p.deadline_odds for p in chosen) else "")
 
 
 def _cadence(name: str, text: str, slot_minutes: int) -> tuple[int, int]:
