@@ -115,7 +115,7 @@ DeadlineOdds = Annotated[
         help="For -expect and -risk re-plans: a job with a deadline is worth its chance of "
         "ending in time, read off the ended runs: half its value for a start whose learned run "
         "ends by it, more for an early start (all of it where its limit ends by it; "
-        "docs/simulate.md). On by default.",
+        "docs/simulate.md).",
     ),
 ]
 EndDiscount = Annotated[
