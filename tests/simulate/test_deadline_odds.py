@@ -121,7 +121,8 @@ def test_no_odds_before_runs_have_ended() -> None:
 
 def test_cli_simulate_plans_with_deadline_odds(tmp_path: Path) -> None:
     """Deadline odds (the default, named here) reach the -expect re-plans (each plan the replay
-    runs is checked) and the summary says so; two one-node pools, so b's limit ends by its deadline only from 0."""
+    runs is checked) and the summary says so; two one-node pools, so b's limit ends by its
+    deadline only from 0."""
     path = tmp_path / "two-pools.yaml"
     path.write_text(yaml.safe_dump(TWO_POOLS, sort_keys=False))
     out = tmp_path / "out"

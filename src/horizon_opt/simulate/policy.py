@@ -164,9 +164,9 @@ def policy(
     if suffix == "-open":
         return Policy(name, solver, None, open_loop=True, knows_arrivals=True)
     online = SOLVERS[solver].online
-    learned = suffix in ("-expect", "-risk")
+    on_time_by_learned = suffix in ("-expect", "-risk")  # (-pack counts a job by its limit)
     if keep_promises is None:
-        keep_promises = LEARNED_KEEP_PROMISES if learned else 0.0
+        keep_promises = LEARNED_KEEP_PROMISES if on_time_by_learned else 0.0
     return Policy(
         name,
         solver,
@@ -181,7 +181,7 @@ def policy(
         expect=quantile if suffix in ("-expect", "-pack", "-risk") else None,
         on_time_by_limit=suffix == "-pack",
         risk=suffix == "-risk",
-        deadline_odds=deadline_odds and not online and learned,
+        deadline_odds=deadline_odds and not online and on_time_by_learned,
         at_events=at_events,
         start_early=not online
         and (suffix in ("-expect", "-pack", "-risk") if start_early is None else start_early),
@@ -191,10 +191,12 @@ def policy(
 def learning_settings(chosen: Sequence[Policy], keep_promises: float | None) -> str:
     """What a replay's heading says of held promises and deadline odds among `chosen` (made
     with `keep_promises`): empty when no re-plan holds a promise or reads the odds."""
-    held = ""
-    if any(p.keep_promises for p in chosen):
-        held = f", promises held at {keep_promises:g}" if keep_promises is not None else ""
-        held = held or f", promises held at {LEARNED_KEEP_PROMISES:g} in -expect and -risk re-plans"
+    if not any(p.keep_promises for p in chosen):
+        held = ""
+    elif keep_promises is None:
+        held = f", promises held at {LEARNED_KEEP_PROMISES:g} in -expect and -risk re-plans"
+    else:
+        held = f", promises held at {keep_promises:g}"
     return held + (", deadline odds" if any(p.deadline_odds for p in chosen) else "")
 
 
