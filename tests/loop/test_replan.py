@@ -255,6 +255,45 @@ def test_freeze_trades_value_for_kept_promises(solver: str) -> None:
     assert (churn.compared, churn.held, churn.moved, churn.broken) == (2, 1, 0, 0)
 
 
+# GROWN: an open end over 6 slots (h = 1), now = 1, one pool a of 1 node x 4 GPUs, no inference.
+#   x  4 GPUs, run time 5 (learned since its promise, when it was 3)
+# The previous plan promised x [2, 5). Held at slot 2 it would now run until slot 7, past the
+# state's horizon (6 slots: x can end by 1 + 5 = 6): a hold may not grow the horizon the plan is
+# checked against, so the promise is not held and x starts at 1, ending at 6.
+GROWN = {
+    "name": "grown",
+    "horizon": {"slots": 6, "open_end": True},
+    "now": 1,
+    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 4}],
+    "jobs": [{"id": "x", "priority": 1, "gpus": 4, "duration": 5}],
+}
+GROWN_PREVIOUS = Plan.parse(
+    {
+        "instance": "grown",
+        "solver": "hand",
+        "status": "heuristic",
+        "objective": 12.0,
+        "assignments": [
+            {"job": "x", "pool": "a", "start": 2, "end": 5, "gpus": {"a-0": [0, 1, 2, 3]}}
+        ],
+    }
+)
+
+
+@pytest.mark.parametrize("solver", ["backfill", "greedy", "cpsat"])
+def test_promise_that_would_run_past_the_horizon_is_not_held(solver: str) -> None:
+    inst = compile_instance(InstanceSpec.model_validate(GROWN))
+    assert inst.slots == 6
+    result = replan(inst, GROWN_PREVIOUS, solver, FAST, freeze_slots=2)
+    assert result.held == ()
+    assert result.not_held == (
+        "x: its start at slot 2 cannot be held: job 'x' would run until slot 7, past the "
+        "horizon (6 slots)",
+    )
+    assert_valid(inst, result.plan)
+    assert [(a.start, a.end) for a in result.plan.assignments] == [(1, 6)]
+
+
 def test_negative_freeze_is_refused(demo: Demo) -> None:
     with pytest.raises(ValueError, match="freeze_slots must be >= 0"):
         replan(demo.state, demo.previous, "greedy", freeze_slots=-1)

@@ -90,6 +90,17 @@ def hold_starts(
 def _compiled(spec: InstanceSpec, holds: dict[str, PlacedSpec], instance: Instance) -> Instance:
     # Services compile in file order, so a service's index is its position in the spec; its
     # demand is passed on as compiled (a CSV file is read once, when the instance is loaded).
-    # With an open end it keeps its horizon: the plan made for it is checked against it.
+    # With an open end it keeps its horizon: the plan made for it is checked against it, so a
+    # hold that would run past it (its job's run time grew since the promise) is not allowed.
     demands = {s.index: s.demand.tolist() for s in instance.services}
-    return compile_instance(with_placed(spec, holds, instance.now), demands, instance.slots)
+    held = compile_instance(with_placed(spec, holds, instance.now), demands, instance.slots)
+    if held.slots > instance.slots:
+        ends = {j.id: j.placed.end for j in held.jobs if j.placed is not None}
+        raise InstanceError(
+            [
+                f"job {job!r} would run until slot {end}, past the horizon ({instance.slots} slots)"
+                for job, end in ends.items()
+                if end > instance.slots
+            ]
+        )
+    return held
