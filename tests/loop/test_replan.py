@@ -294,6 +294,52 @@ def test_promise_that_would_run_past_the_horizon_is_not_held(solver: str) -> Non
     assert [(a.start, a.end) for a in result.plan.assignments] == [(1, 6)]
 
 
+# LENT: 6 slots (h = 1), now = 1, one pool a of 1 node x 4 GPUs, no inference; teams x and y,
+# each with a quota of 2 GPUs on a and no limit.
+#   wide  team x, 4 GPUs, 3 slots
+#   late  team y, 2 GPUs, 2 slots, released at 1 (after the previous plan was made)
+# The previous plan promised wide [1, 4). Held there, it borrows 2 GPUs above x's quota while
+# late waits within y's (0 + 2 <= 2) with no GPU free: kept out at slots 1-3 (rule 9), since a
+# held start is a promise, not a run, and its borrowing can be given back. So it is not held:
+# late runs [1, 3) and wide [3, 6).
+LENT = {
+    "name": "lent",
+    "horizon": {"slots": 6},
+    "now": 1,
+    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 4}],
+    "teams": [{"name": "x", "quota": {"a": 2}}, {"name": "y", "quota": {"a": 2}}],
+    "jobs": [
+        {"id": "wide", "team": "x", "priority": 1, "gpus": 4, "duration": 3},
+        {"id": "late", "team": "y", "priority": 1, "gpus": 2, "duration": 2, "release": 1},
+    ],
+}
+LENT_PREVIOUS = Plan.parse(
+    {
+        "instance": "lent",
+        "solver": "hand",
+        "status": "heuristic",
+        "objective": 12.0,
+        "assignments": [
+            {"job": "wide", "pool": "a", "start": 1, "end": 4, "gpus": {"a-0": [0, 1, 2, 3]}}
+        ],
+    }
+)
+
+
+@pytest.mark.parametrize("solver", ["backfill", "greedy", "cpsat"])
+def test_held_promise_that_keeps_a_team_out_of_its_quota_is_given_up(solver: str) -> None:
+    inst = compile_instance(InstanceSpec.model_validate(LENT))
+    result = replan(inst, LENT_PREVIOUS, solver, FAST, freeze_slots=1)
+    assert result.held == ()
+    assert result.not_held == (
+        "wide: its start at slot 1 cannot be held: it borrows GPUs that another team's job "
+        "needs within its quota (rule 9)",
+    )
+    assert_valid(inst, result.plan)
+    runs = sorted((a.job, a.start, a.end) for a in result.plan.assignments)
+    assert runs == [("late", 1, 3), ("wide", 3, 6)]
+
+
 def test_negative_freeze_is_refused(demo: Demo) -> None:
     with pytest.raises(ValueError, match="freeze_slots must be >= 0"):
         replan(demo.state, demo.previous, "greedy", freeze_slots=-1)

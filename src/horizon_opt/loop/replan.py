@@ -23,6 +23,7 @@ from horizon_opt.model.instance import Instance, Promise
 from horizon_opt.plans.churn import churn
 from horizon_opt.plans.plan import Plan
 from horizon_opt.solvers import SolveOptions, solve
+from horizon_opt.solvers.reclaim import quotas_bind, quotas_kept
 
 # Starts this near are held: people act on them, and a re-plan every 2 h never moves a start
 # that the plan before it was about to make.
@@ -63,10 +64,34 @@ def replan(
     if options.hint is None:
         options = replace(options, hint=previous)
     plan = solve(held_instance, solver, options)
+    if held and quotas_bind(instance):
+        plan, held, lent = _quotas_kept_in_state(instance, plan, held)
+        not_held += lent
     changes = churn(instance, previous, plan).model_copy(
         update={"held": len(held), "stability": stability}
     )
     return Replan(plan.model_copy(update={"churn": changes}), tuple(held), tuple(not_held))
+
+
+def _quotas_kept_in_state(
+    instance: Instance, plan: Plan, held: list[str]
+) -> tuple[Plan, list[str], list[str]]:
+    """`plan` (made with the held starts placed) with rule 9 kept in `instance`, where a held
+    start is a promise, not a run: borrowing it promised can be given back, and must be when it
+    keeps another team's job out of its quota (FORMAT.md, "Teams"). Returns the plan, the held
+    jobs still where they were held, and a line per hold given up."""
+    kept = quotas_kept(instance, plan)
+    if kept is plan:
+        return plan, held, []
+    before = {a.job: (a.pool, a.start) for a in plan.assignments}
+    after = {a.job: (a.pool, a.start) for a in kept.assignments}
+    moved = [job for job in held if after.get(job) != before[job]]
+    lines = [
+        f"{job}: its start at slot {before[job][1]} cannot be held: it borrows GPUs that "
+        "another team's job needs within its quota (rule 9)"
+        for job in moved
+    ]
+    return kept, [job for job in held if job not in moved], lines
 
 
 def with_promises(instance: Instance, previous: Plan, stability: float) -> Instance:
