@@ -158,6 +158,38 @@ def test_a_placed_job_may_end_past_the_written_end() -> None:
         build(closed(data))
 
 
+def test_a_placed_job_past_the_written_end_leaves_room_for_the_replicas() -> None:
+    """One 4-GPU node, 24 hourly slots with an open end; a service of 2-GPU replicas needs one
+    at slot 0 of each day (the forecast repeats its last day past the written end). A job
+    placed over 1-30 on all 4 GPUs leaves none for slot 24's replica: the state is refused,
+    naming the field, as it is within the horizon as written (before, it compiled into an
+    instance no plan could serve)."""
+    data: dict[str, Any] = {
+        "name": "crowded",
+        "horizon": {"slots": 24, "slot_minutes": 60, "open_end": True},
+        "now": 1,
+        "pools": [{"name": "p", "gpu_type": "x", "nodes": 1, "gpus_per_node": 4}],
+        "services": [{"name": "s", "pool": "p", "gpus_per_replica": 2, "demand": [1] + [0] * 23}],
+        "jobs": [
+            {
+                "id": "a",
+                "priority": 1,
+                "gpus": 4,
+                "duration": 29,
+                "placed": {"pool": "p", "start": 1, "gpus": {"p-0": [0, 1, 2, 3]}},
+            }
+        ],
+    }
+    with pytest.raises(InstanceError) as refused:
+        build(data)
+    assert refused.value.problems == [
+        "services[0].demand: service 's' needs more replicas than pool 'p' can hold beside "
+        "the placed jobs, at slots 24"
+    ]
+    data["jobs"][0]["duration"] = 23  # ends at 24: the replica fits
+    assert build(data).slots == 24
+
+
 def test_an_extension_too_large_to_plan_is_refused(tmp_path: Path) -> None:
     """1,000 nodes and a job of 100,000 slots: 100,000,000 node-slots, over the 10,000,000 that
     horizon-opt plans. Exit 2 with one line naming the field, nothing written."""

@@ -139,7 +139,15 @@ class _Compiler(JobsCompiler, ServicesCompiler):
         )
         if not self.spec.horizon.open_end:
             return compiled
-        return extend(compiled, self.tails, exactly=self.planned_slots)
+        extended = extend(compiled, self.tails, exactly=self.planned_slots)
+        # past the horizon as written, placed jobs that run on (and the demand there) must
+        # leave room for the replicas as well
+        self.check_services_fit(
+            extended.pools, extended.up, extended.services, extended.jobs, first=self.S
+        )
+        if self.problems:
+            raise InstanceError(self.problems)
+        return extended
 
 
 def compile_instance(

@@ -106,9 +106,10 @@ def check_inference(
     held: IntArray,
     service_names: Sequence[str],
     error: Callable[[str, str], None],
+    first: int = 0,
 ) -> None:
-    """Every slot's required replicas must fit on the nodes that are up, beside the placed
-    jobs and no other batch work."""
+    """Every slot's required replicas, from slot `first` on, must fit on the nodes that are up,
+    beside the placed jobs and no other batch work."""
     for pool in pools:
         members = [s for s in services if s.pool == pool.index]
         if not members:
@@ -116,7 +117,7 @@ def check_inference(
         short: dict[int, list[int]] = {s.index: [] for s in members}
         rows = up[pool.first_node : pool.first_node + pool.nodes]
         taken = held[pool.first_node : pool.first_node + pool.nodes]
-        for t in range(up.shape[1]):
+        for t in range(first, up.shape[1]):
             free = rows[:, t].astype(np.int64) * pool.gpus_per_node - taken[:, t]
             demands = [(s.gpus_per_replica, int(s.req[t])) for s in members]
             placed, _ = pack(free, demands)

@@ -79,8 +79,10 @@ class ServicesCompiler(CompilerCore):
         up: BoolArray,
         services: tuple[Service, ...],
         jobs: tuple[Job, ...],
+        first: int = 0,
     ) -> None:
-        """The services' required replicas fit next to the GPUs the running jobs hold."""
+        """The services' required replicas fit next to the GPUs the running jobs hold (from
+        slot `first` on)."""
         names = [x.name for x in self.spec.services]
         held = _placed_gpus(jobs, up.shape)
-        check_inference(pools, up, services, held, names, self.error)
+        check_inference(pools, up, services, held, names, self.error, first)
