@@ -340,6 +340,58 @@ def test_held_promise_that_keeps_a_team_out_of_its_quota_is_given_up(solver: str
     assert runs == [("late", 1, 3), ("wide", 3, 6)]
 
 
+# CAPPED: 8 slots (h = 1), now = 1, one pool a of 1 node x 8 GPUs, no inference; team x may
+# hold at most 2 GPUs of a (rule 8).
+#   run   team x, 2 GPUs, running over [0, 4) (the previous plan expected it to end by 1)
+#   next  team x, 2 GPUs, 2 slots
+# The previous plan promised next [1, 3). Held there, x would hold 2 + 2 = 4 > 2 at slots 1-2: a
+# held start is a waiting job in the state, so the running job's allowance does not cover it.
+# It is not held, and next runs [4, 6), when run has ended.
+CAPPED = {
+    "name": "capped",
+    "horizon": {"slots": 8},
+    "now": 1,
+    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 8}],
+    "teams": [{"name": "x", "limit": {"a": 2}}],
+    "jobs": [
+        {
+            "id": "run",
+            "team": "x",
+            "priority": 1,
+            "gpus": 2,
+            "duration": 4,
+            "placed": {"pool": "a", "start": 0, "gpus": {"a-0": [0, 1]}},
+        },
+        {"id": "next", "team": "x", "priority": 1, "gpus": 2, "duration": 2},
+    ],
+}
+CAPPED_PREVIOUS = Plan.parse(
+    {
+        "instance": "capped",
+        "solver": "hand",
+        "status": "heuristic",
+        "objective": 4.0,
+        "assignments": [
+            {"job": "next", "pool": "a", "start": 1, "end": 3, "gpus": {"a-0": [2, 3]}}
+        ],
+    }
+)
+
+
+@pytest.mark.parametrize("solver", ["backfill", "greedy", "cpsat"])
+def test_held_promise_that_takes_its_team_above_its_limit_is_not_held(solver: str) -> None:
+    inst = compile_instance(InstanceSpec.model_validate(CAPPED))
+    result = replan(inst, CAPPED_PREVIOUS, solver, FAST, freeze_slots=1)
+    assert result.held == ()
+    assert result.not_held == (
+        "next: its start at slot 1 cannot be held: team 'x' would hold 4 GPUs of pool 'a' at "
+        "slot 1, above the 2 it may hold (rule 8)",
+    )
+    assert_valid(inst, result.plan)
+    runs = sorted((a.job, a.start, a.end) for a in result.plan.assignments)
+    assert runs == [("next", 4, 6), ("run", 0, 4)]
+
+
 def test_negative_freeze_is_refused(demo: Demo) -> None:
     with pytest.raises(ValueError, match="freeze_slots must be >= 0"):
         replan(demo.state, demo.previous, "greedy", freeze_slots=-1)

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+import numpy as np
+
 from horizon_opt.errors import InstanceError
 from horizon_opt.model.compiler import compile_instance
 from horizon_opt.model.instance import Instance
 from horizon_opt.model.spec import InstanceSpec, PlacedSpec
+from horizon_opt.model.teams import limit_profile
 from horizon_opt.plans.plan import Assignment, Plan
+
+NO_LIMIT = 2**62  # a team without a limit on a pool: more GPUs than any pool has
 
 
 def placed_spec(a: Assignment) -> PlacedSpec:
@@ -103,4 +108,27 @@ def _compiled(spec: InstanceSpec, holds: dict[str, PlacedSpec], instance: Instan
                 if end > instance.slots
             ]
         )
+    over = _above_limits(instance, held)
+    if over:
+        raise InstanceError(over)
     return held
+
+
+def _above_limits(instance: Instance, held: Instance) -> list[str]:
+    """Where the holds take a team above its limit (rule 8) in `instance`, in which a held start
+    is a waiting job, not a run: with them a team may hold at most its limit, or what its
+    running jobs alone hold where that is more (placed jobs are never a violation themselves)."""
+    if not instance.limited:
+        return []
+    pools, slots = len(instance.pools), instance.slots
+    running = instance.placed_team_gpus
+    cap = np.maximum(limit_profile(instance.teams, pools, slots, NO_LIMIT), running)
+    holding = held.placed_team_gpus
+    lines = []
+    for team, p in zip(*np.nonzero((holding > cap).any(axis=2)), strict=True):
+        t = int(np.argmax(holding[team, p] > cap[team, p]))
+        lines.append(
+            f"team {instance.teams[team].name!r} would hold {holding[team, p, t]} GPUs of pool "
+            f"{instance.pools[p].name!r} at slot {t}, above the {cap[team, p, t]} it may hold (rule 8)"
+        )
+    return lines
