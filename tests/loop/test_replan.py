@@ -392,6 +392,50 @@ def test_held_promise_that_takes_its_team_above_its_limit_is_not_held(solver: st
     assert runs == [("next", 4, 6), ("run", 0, 4)]
 
 
+# DARK: 8 slots (h = 1), now = 1, one pool a of 1 node x 8 GPUs, no inference.
+#   x  2 GPUs, 3 slots (2 when it was promised), never running through slot 3 (blackout [3, 4))
+# The previous plan promised x [1, 3). Held at 1 it would now run [1, 4), through its blackout:
+# a placed job's blackouts bind nothing, but in the state x waits, and its blackout binds. It is
+# not held; x runs [4, 7).
+DARK = {
+    "name": "dark",
+    "horizon": {"slots": 8},
+    "now": 1,
+    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 8}],
+    "jobs": [
+        {
+            "id": "x",
+            "priority": 1,
+            "gpus": 2,
+            "duration": 3,
+            "blackout": [{"start": 3, "end": 4}],
+        }
+    ],
+}
+DARK_PREVIOUS = Plan.parse(
+    {
+        "instance": "dark",
+        "solver": "hand",
+        "status": "heuristic",
+        "objective": 4.0,
+        "assignments": [{"job": "x", "pool": "a", "start": 1, "end": 3, "gpus": {"a-0": [0, 1]}}],
+    }
+)
+
+
+@pytest.mark.parametrize("solver", ["backfill", "greedy", "cpsat"])
+def test_held_promise_that_would_run_through_a_blackout_is_not_held(solver: str) -> None:
+    inst = compile_instance(InstanceSpec.model_validate(DARK))
+    result = replan(inst, DARK_PREVIOUS, solver, FAST, freeze_slots=1)
+    assert result.held == ()
+    assert result.not_held == (
+        "x: its start at slot 1 cannot be held: job 'x' would run [1, 4) through its blackout "
+        "[3, 4)",
+    )
+    assert_valid(inst, result.plan)
+    assert [(a.job, a.start, a.end) for a in result.plan.assignments] == [("x", 4, 7)]
+
+
 def test_negative_freeze_is_refused(demo: Demo) -> None:
     with pytest.raises(ValueError, match="freeze_slots must be >= 0"):
         replan(demo.state, demo.previous, "greedy", freeze_slots=-1)

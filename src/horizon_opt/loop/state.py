@@ -108,10 +108,26 @@ def _compiled(spec: InstanceSpec, holds: dict[str, PlacedSpec], instance: Instan
                 if end > instance.slots
             ]
         )
-    over = _above_limits(instance, held)
-    if over:
-        raise InstanceError(over)
+    broken = _above_limits(instance, held) + _through_blackouts(instance, held, holds)
+    if broken:
+        raise InstanceError(broken)
     return held
+
+
+def _through_blackouts(instance: Instance, held: Instance, holds: Collection[str]) -> list[str]:
+    """The holds whose runs (as long as their jobs' runs are now) cross one of their blackouts:
+    a placed job's blackouts bind nothing, but in `instance` a held start is a waiting job's."""
+    lines = []
+    for job in held.jobs:
+        if job.id not in holds or job.placed is None:
+            continue
+        start, end = job.placed.start, job.placed.end
+        for lo, hi in instance.jobs[instance.job_index[job.id]].blackouts:
+            if start < hi and lo < end:
+                lines.append(
+                    f"job {job.id!r} would run [{start}, {end}) through its blackout [{lo}, {hi})"
+                )
+    return lines
 
 
 def _above_limits(instance: Instance, held: Instance) -> list[str]:
