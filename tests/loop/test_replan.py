@@ -255,185 +255,144 @@ def test_freeze_trades_value_for_kept_promises(solver: str) -> None:
     assert (churn.compared, churn.held, churn.moved, churn.broken) == (2, 1, 0, 0)
 
 
-# GROWN: an open end over 6 slots (h = 1), now = 1, one pool a of 1 node x 4 GPUs, no inference.
-#   x  4 GPUs, run time 5 (learned since its promise, when it was 3)
-# The previous plan promised x [2, 5). Held at slot 2 it would now run until slot 7, past the
-# state's horizon (6 slots: x can end by 1 + 5 = 6): a hold may not grow the horizon the plan is
-# checked against, so the promise is not held and x starts at 1, ending at 6.
-GROWN = {
-    "name": "grown",
-    "horizon": {"slots": 6, "open_end": True},
-    "now": 1,
-    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 4}],
-    "jobs": [{"id": "x", "priority": 1, "gpus": 4, "duration": 5}],
-}
-GROWN_PREVIOUS = Plan.parse(
-    {
-        "instance": "grown",
-        "solver": "hand",
-        "status": "heuristic",
-        "objective": 12.0,
-        "assignments": [
-            {"job": "x", "pool": "a", "start": 2, "end": 5, "gpus": {"a-0": [0, 1, 2, 3]}}
-        ],
-    }
-)
+def _pool_a(gpus: int) -> list[dict[str, object]]:
+    return [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": gpus}]
 
 
-@pytest.mark.parametrize("solver", ["backfill", "greedy", "cpsat"])
-def test_promise_that_would_run_past_the_horizon_is_not_held(solver: str) -> None:
-    inst = compile_instance(InstanceSpec.model_validate(GROWN))
-    assert inst.slots == 6
-    result = replan(inst, GROWN_PREVIOUS, solver, FAST, freeze_slots=2)
-    assert result.held == ()
-    assert result.not_held == (
-        "x: its start at slot 2 cannot be held: job 'x' would run until slot 7, past the "
-        "horizon (6 slots)",
-    )
-    assert_valid(inst, result.plan)
-    assert [(a.start, a.end) for a in result.plan.assignments] == [(1, 6)]
+@dataclass(frozen=True)
+class Unheld:
+    """A state (now = 1, h = 1, one pool a of one node) and a previous plan that promised `job`
+    a start in the freeze window (slots 1-2), which the state cannot hold for the reason `why`;
+    the re-plan's runs."""
+
+    spec: dict[str, object]
+    job: str
+    promised: tuple[int, int, list[int]]  # start, end, GPUs of node a-0
+    why: str
+    runs: list[tuple[str, int, int]]
+
+    def previous(self) -> Plan:
+        start, end, gpus = self.promised
+        run = {"job": self.job, "pool": "a", "start": start, "end": end, "gpus": {"a-0": gpus}}
+        return Plan.parse(
+            {
+                "instance": self.spec["name"],
+                "solver": "hand",
+                "status": "heuristic",
+                "objective": 0.0,
+                "assignments": [run],
+            }
+        )
 
 
-# LENT: 6 slots (h = 1), now = 1, one pool a of 1 node x 4 GPUs, no inference; teams x and y,
-# each with a quota of 2 GPUs on a and no limit.
-#   wide  team x, 4 GPUs, 3 slots
-#   late  team y, 2 GPUs, 2 slots, released at 1 (after the previous plan was made)
-# The previous plan promised wide [1, 4). Held there, it borrows 2 GPUs above x's quota while
-# late waits within y's (0 + 2 <= 2) with no GPU free: kept out at slots 1-3 (rule 9), since a
-# held start is a promise, not a run, and its borrowing can be given back. So it is not held:
-# late runs [1, 3) and wide [3, 6).
-LENT = {
-    "name": "lent",
-    "horizon": {"slots": 6},
-    "now": 1,
-    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 4}],
-    "teams": [{"name": "x", "quota": {"a": 2}}, {"name": "y", "quota": {"a": 2}}],
-    "jobs": [
-        {"id": "wide", "team": "x", "priority": 1, "gpus": 4, "duration": 3},
-        {"id": "late", "team": "y", "priority": 1, "gpus": 2, "duration": 2, "release": 1},
-    ],
-}
-LENT_PREVIOUS = Plan.parse(
-    {
-        "instance": "lent",
-        "solver": "hand",
-        "status": "heuristic",
-        "objective": 12.0,
-        "assignments": [
-            {"job": "wide", "pool": "a", "start": 1, "end": 4, "gpus": {"a-0": [0, 1, 2, 3]}}
-        ],
-    }
-)
-
-
-@pytest.mark.parametrize("solver", ["backfill", "greedy", "cpsat"])
-def test_held_promise_that_keeps_a_team_out_of_its_quota_is_given_up(solver: str) -> None:
-    inst = compile_instance(InstanceSpec.model_validate(LENT))
-    result = replan(inst, LENT_PREVIOUS, solver, FAST, freeze_slots=1)
-    assert result.held == ()
-    assert result.not_held == (
-        "wide: its start at slot 1 cannot be held: it borrows GPUs that another team's job "
-        "needs within its quota (rule 9)",
-    )
-    assert_valid(inst, result.plan)
-    runs = sorted((a.job, a.start, a.end) for a in result.plan.assignments)
-    assert runs == [("late", 1, 3), ("wide", 3, 6)]
-
-
-# CAPPED: 8 slots (h = 1), now = 1, one pool a of 1 node x 8 GPUs, no inference; team x may
-# hold at most 2 GPUs of a (rule 8).
-#   run   team x, 2 GPUs, running over [0, 4) (the previous plan expected it to end by 1)
-#   next  team x, 2 GPUs, 2 slots
-# The previous plan promised next [1, 3). Held there, x would hold 2 + 2 = 4 > 2 at slots 1-2: a
-# held start is a waiting job in the state, so the running job's allowance does not cover it.
-# It is not held, and next runs [4, 6), when run has ended.
-CAPPED = {
-    "name": "capped",
-    "horizon": {"slots": 8},
-    "now": 1,
-    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 8}],
-    "teams": [{"name": "x", "limit": {"a": 2}}],
-    "jobs": [
+UNHELD = {
+    # An open end over 6 slots, 4 GPUs. x (4 GPUs) runs 5 slots now (3 when promised [2, 5)):
+    # held at 2 it would run until 7, past the state's horizon (6: x can end by 1 + 5), which a
+    # hold may not grow. x starts at 1 and ends at 6.
+    "past the horizon": Unheld(
         {
-            "id": "run",
-            "team": "x",
-            "priority": 1,
-            "gpus": 2,
-            "duration": 4,
-            "placed": {"pool": "a", "start": 0, "gpus": {"a-0": [0, 1]}},
+            "name": "grown",
+            "horizon": {"slots": 6, "open_end": True},
+            "now": 1,
+            "pools": _pool_a(4),
+            "jobs": [{"id": "x", "priority": 1, "gpus": 4, "duration": 5}],
         },
-        {"id": "next", "team": "x", "priority": 1, "gpus": 2, "duration": 2},
-    ],
-}
-CAPPED_PREVIOUS = Plan.parse(
-    {
-        "instance": "capped",
-        "solver": "hand",
-        "status": "heuristic",
-        "objective": 4.0,
-        "assignments": [
-            {"job": "next", "pool": "a", "start": 1, "end": 3, "gpus": {"a-0": [2, 3]}}
-        ],
-    }
-)
-
-
-@pytest.mark.parametrize("solver", ["backfill", "greedy", "cpsat"])
-def test_held_promise_that_takes_its_team_above_its_limit_is_not_held(solver: str) -> None:
-    inst = compile_instance(InstanceSpec.model_validate(CAPPED))
-    result = replan(inst, CAPPED_PREVIOUS, solver, FAST, freeze_slots=1)
-    assert result.held == ()
-    assert result.not_held == (
-        "next: its start at slot 1 cannot be held: team 'x' would hold 4 GPUs of pool 'a' at "
-        "slot 1, above the 2 it may hold (rule 8)",
-    )
-    assert_valid(inst, result.plan)
-    runs = sorted((a.job, a.start, a.end) for a in result.plan.assignments)
-    assert runs == [("next", 4, 6), ("run", 0, 4)]
-
-
-# DARK: 8 slots (h = 1), now = 1, one pool a of 1 node x 8 GPUs, no inference.
-#   x  2 GPUs, 3 slots (2 when it was promised), never running through slot 3 (blackout [3, 4))
-# The previous plan promised x [1, 3). Held at 1 it would now run [1, 4), through its blackout:
-# a placed job's blackouts bind nothing, but in the state x waits, and its blackout binds. It is
-# not held; x runs [4, 7).
-DARK = {
-    "name": "dark",
-    "horizon": {"slots": 8},
-    "now": 1,
-    "pools": [{"name": "a", "gpu_type": "A", "nodes": 1, "gpus_per_node": 8}],
-    "jobs": [
+        "x",
+        (2, 5, [0, 1, 2, 3]),
+        "job 'x' would run until slot 7, past the horizon (6 slots)",
+        [("x", 1, 6)],
+    ),
+    # 6 slots, 4 GPUs; teams x and y, each with a quota of 2. wide (x, 4 GPUs, 3 slots) was
+    # promised [1, 4); late (y, 2 GPUs, 2 slots) was released at 1, after that plan. Held, wide
+    # borrows 2 GPUs above x's quota while late waits within y's (0 + 2 <= 2) with none free:
+    # kept out at slots 1-3 (rule 9), and a held start's borrowing can be given back as any
+    # waiting job's. late runs [1, 3), wide [3, 6).
+    "rule 9": Unheld(
         {
-            "id": "x",
-            "priority": 1,
-            "gpus": 2,
-            "duration": 3,
-            "blackout": [{"start": 3, "end": 4}],
-        }
-    ],
+            "name": "lent",
+            "horizon": {"slots": 6},
+            "now": 1,
+            "pools": _pool_a(4),
+            "teams": [{"name": "x", "quota": {"a": 2}}, {"name": "y", "quota": {"a": 2}}],
+            "jobs": [
+                {"id": "wide", "team": "x", "priority": 1, "gpus": 4, "duration": 3},
+                {"id": "late", "team": "y", "priority": 1, "gpus": 2, "duration": 2, "release": 1},
+            ],
+        },
+        "wide",
+        (1, 4, [0, 1, 2, 3]),
+        "it borrows GPUs that another team's job needs within its quota (rule 9)",
+        [("late", 1, 3), ("wide", 3, 6)],
+    ),
+    # 8 slots, 8 GPUs; team x may hold at most 2 (rule 8). run (x, 2 GPUs) runs over [0, 4)
+    # (the previous plan expected it to end by 1); next (x, 2 GPUs, 2 slots) was promised
+    # [1, 3). Held, x would hold 2 + 2 = 4 > 2 at slots 1-2: a held start is a waiting job in
+    # the state, which the running job's allowance does not cover. next runs [4, 6).
+    "rule 8": Unheld(
+        {
+            "name": "capped",
+            "horizon": {"slots": 8},
+            "now": 1,
+            "pools": _pool_a(8),
+            "teams": [{"name": "x", "limit": {"a": 2}}],
+            "jobs": [
+                {
+                    "id": "run",
+                    "team": "x",
+                    "priority": 1,
+                    "gpus": 2,
+                    "duration": 4,
+                    "placed": {"pool": "a", "start": 0, "gpus": {"a-0": [0, 1]}},
+                },
+                {"id": "next", "team": "x", "priority": 1, "gpus": 2, "duration": 2},
+            ],
+        },
+        "next",
+        (1, 3, [2, 3]),
+        "team 'x' would hold 4 GPUs of pool 'a' at slot 1, above the 2 it may hold (rule 8)",
+        [("next", 4, 6), ("run", 0, 4)],
+    ),
+    # 8 slots, 8 GPUs. x (2 GPUs) runs 3 slots now (2 when promised [1, 3)) and never through
+    # slot 3 (blackout [3, 4)): held at 1 it would run [1, 4) through it. A placed job's
+    # blackouts bind nothing, but in the state x waits. x runs [4, 7).
+    "blackout": Unheld(
+        {
+            "name": "dark",
+            "horizon": {"slots": 8},
+            "now": 1,
+            "pools": _pool_a(8),
+            "jobs": [
+                {
+                    "id": "x",
+                    "priority": 1,
+                    "gpus": 2,
+                    "duration": 3,
+                    "blackout": [{"start": 3, "end": 4}],
+                }
+            ],
+        },
+        "x",
+        (1, 3, [0, 1]),
+        "job 'x' would run [1, 4) through its blackout [3, 4)",
+        [("x", 4, 7)],
+    ),
 }
-DARK_PREVIOUS = Plan.parse(
-    {
-        "instance": "dark",
-        "solver": "hand",
-        "status": "heuristic",
-        "objective": 4.0,
-        "assignments": [{"job": "x", "pool": "a", "start": 1, "end": 3, "gpus": {"a-0": [0, 1]}}],
-    }
-)
 
 
 @pytest.mark.parametrize("solver", ["backfill", "greedy", "cpsat"])
-def test_held_promise_that_would_run_through_a_blackout_is_not_held(solver: str) -> None:
-    inst = compile_instance(InstanceSpec.model_validate(DARK))
-    result = replan(inst, DARK_PREVIOUS, solver, FAST, freeze_slots=1)
+@pytest.mark.parametrize("case", UNHELD)
+def test_promise_the_state_cannot_hold_is_not_held(case: str, solver: str) -> None:
+    """Before, each of these promises was held, and the re-plan broke a rule of the state."""
+    unheld = UNHELD[case]
+    inst = compile_instance(InstanceSpec.model_validate(unheld.spec))
+    result = replan(inst, unheld.previous(), solver, FAST, freeze_slots=2)
     assert result.held == ()
+    start = unheld.promised[0]
     assert result.not_held == (
-        "x: its start at slot 1 cannot be held: job 'x' would run [1, 4) through its blackout "
-        "[3, 4)",
+        f"{unheld.job}: its start at slot {start} cannot be held: {unheld.why}",
     )
     assert_valid(inst, result.plan)
-    assert [(a.job, a.start, a.end) for a in result.plan.assignments] == [("x", 4, 7)]
+    assert sorted((a.job, a.start, a.end) for a in result.plan.assignments) == unheld.runs
 
 
 def test_negative_freeze_is_refused(demo: Demo) -> None:
