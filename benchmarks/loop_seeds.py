@@ -115,7 +115,7 @@ VARIANTS: dict[str, Variant] = {
     "cpsat-expect@event (deadline odds and keep promises 0.5)": Variant(
         "cpsat-expect@event", keep=0.5, odds=True
     ),
-    "cpsat-expect@event (deadline odds, keep promises 0.5 and the top job reserved)": Variant(
+    "cpsat-expect@event (top job reserved)": Variant(
         "cpsat-expect@event", keep=0.5, odds=True, reserve=True
     ),
     "cpsat-risk@event (deadline odds)": Variant("cpsat-risk@event", odds=True),
