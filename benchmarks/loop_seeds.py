@@ -60,7 +60,6 @@ class Variant(NamedTuple):
     due: float | None = None  # a deadline counts as met when this quantile of run times meets it
     odds: bool = False  # a deadline job is worth its odds of ending in time (deadline_odds)
     early: bool | None = None  # later planned starts that fit now start now; None: the default
-    reserve: bool = False  # the most valuable waiting job held to backfill's start for it
 
 
 VARIANTS: dict[str, Variant] = {
@@ -114,9 +113,6 @@ VARIANTS: dict[str, Variant] = {
     "cpsat-expect@event (deadline odds)": Variant("cpsat-expect@event", odds=True),
     "cpsat-expect@event (deadline odds and keep promises 0.5)": Variant(
         "cpsat-expect@event", keep=0.5, odds=True
-    ),
-    "cpsat-expect@event (top job reserved)": Variant(
-        "cpsat-expect@event", keep=0.5, odds=True, reserve=True
     ),
     "cpsat-risk@event (deadline odds)": Variant("cpsat-risk@event", odds=True),
     "cpsat-risk@event (deadline odds and keep promises 0.5)": Variant(
@@ -205,7 +201,6 @@ def run(
         )
         p = replace(p, due_quantile=v.due) if v.due is not None else p
         p = replace(p, start_early=v.early) if v.early is not None else p
-        p = replace(p, reserve_top=True) if v.reserve else p
         seen = at_peak(inst) if v.at_peak else inst  # (the world stays the one drawn)
         seen = with_headroom(seen, v.headroom) if v.headroom else seen
         row.update(_figures(label, replay(seen, drawn, p, options)))

@@ -42,7 +42,6 @@ from horizon_opt.simulate.replay_figures import Replay, SlotTotals
 from horizon_opt.simulate.serving import Serving
 from horizon_opt.simulate.starvation import starved_jobs
 from horizon_opt.simulate.stopping import Stopper
-from horizon_opt.simulate.top_reserved import with_top_reserved
 from horizon_opt.simulate.window import Window, WindowTally
 from horizon_opt.simulate.world import World
 from horizon_opt.solvers import SolveOptions, solve
@@ -148,8 +147,6 @@ class _Replayer:
             state = with_held_promises(state, waiting, self.policy.keep_promises)
         if self.policy.deadline_odds and self.bets is not None:
             state = with_deadline_odds(state, self.inst, self.bets.runtimes, self.policy.risk)
-        if self.policy.reserve_top:
-            state = with_top_reserved(state, self.options)
         return state
 
     # -- deciding --------------------------------------------------------------------------------

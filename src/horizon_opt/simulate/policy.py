@@ -109,8 +109,6 @@ class Policy:
     # over their planned run (`engine._Replayer.start_early`): on for re-planning policies that
     # plan on learned run times
     start_early: bool = False
-    # the most valuable waiting job held to backfill's start for it (`simulate.top_reserved`)
-    reserve_top: bool = False
 
     @property
     def online(self) -> bool:
