@@ -19,6 +19,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from horizon_opt.loop.replan import DEFAULT_FREEZE_MINUTES
 from horizon_opt.model.load import load_instance
 from horizon_opt.params import LOOP
 from horizon_opt.simulate.engine import replay
@@ -53,7 +54,7 @@ def sweep(path: str, seed: int, seconds: float, names: tuple[str, ...]) -> list[
     inst = load_instance(ROOT / path)
     world = world_for(inst, "cluster", seed)
     options = SolveOptions(time_limit=seconds, workers=1, seed=0, params=LOOP)
-    slots = -(-120 // inst.slot_minutes)  # 2 h, the CLI's default cadence and freeze
+    slots = -(-DEFAULT_FREEZE_MINUTES // inst.slot_minutes)  # 2 h: the CLI's cadence and freeze
     rows = []
     for name in names:
         chosen = policy(name, slots, slots, slot_minutes=inst.slot_minutes)

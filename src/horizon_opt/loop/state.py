@@ -16,10 +16,7 @@ from horizon_opt.errors import InstanceError
 from horizon_opt.model.compiler import compile_instance
 from horizon_opt.model.instance import Instance
 from horizon_opt.model.spec import InstanceSpec, PlacedSpec
-from horizon_opt.model.teams import limit_profile
 from horizon_opt.plans.plan import Assignment, Plan
-
-NO_LIMIT = 2**62  # a team without a limit on a pool: more GPUs than any pool has
 
 
 def placed_spec(a: Assignment) -> PlacedSpec:
@@ -118,14 +115,14 @@ def _through_blackouts(instance: Instance, held: Instance, holds: Collection[str
     """The holds whose runs (as long as their jobs' runs are now) cross one of their blackouts:
     a placed job's blackouts bind nothing, but in `instance` a held start is a waiting job's."""
     lines = []
-    for job in held.jobs:
-        if job.id not in holds or job.placed is None:
-            continue
-        start, end = job.placed.start, job.placed.end
-        for lo, hi in instance.jobs[instance.job_index[job.id]].blackouts:
+    for job_id in holds:
+        placed = held.jobs[held.job_index[job_id]].placed
+        assert placed is not None  # (a hold is placed in `held`)
+        start, end = placed.start, placed.end
+        for lo, hi in instance.jobs[instance.job_index[job_id]].blackouts:
             if start < hi and lo < end:
                 lines.append(
-                    f"job {job.id!r} would run [{start}, {end}) through its blackout [{lo}, {hi})"
+                    f"job {job_id!r} would run [{start}, {end}) through its blackout [{lo}, {hi})"
                 )
     return lines
 
@@ -136,9 +133,7 @@ def _above_limits(instance: Instance, held: Instance) -> list[str]:
     running jobs alone hold where that is more (placed jobs are never a violation themselves)."""
     if not instance.limited:
         return []
-    pools, slots = len(instance.pools), instance.slots
-    running = instance.placed_team_gpus
-    cap = np.maximum(limit_profile(instance.teams, pools, slots, NO_LIMIT), running)
+    cap = np.maximum(instance.team_room, instance.placed_team_gpus)
     holding = held.placed_team_gpus
     lines = []
     for team, p in zip(*np.nonzero((holding > cap).any(axis=2)), strict=True):
