@@ -469,6 +469,37 @@ def test_preemption_goes_on_while_demand_is_short(preempt: Instance) -> None:
     assert r.slo_short_replica_hours == pytest.approx(0.75)
 
 
+# NODES: two nodes of 4 GPUs, a service of whole-node replicas with no demand forecast. Backfill
+# (priority order) puts dear (value 5 * 2 GPUs * 6 slots * 0.5 h = 30) on node a-0, mid (2 * 4 *
+# 6 * 0.5 = 24) on a-1, and cheap (1 * 2 * 6 * 0.5 = 6) beside dear.
+NODES: Spec = {
+    "name": "nodes",
+    "horizon": {"slots": 8, "slot_minutes": 30},
+    "pools": [{"name": "a", "gpu_type": "A", "nodes": 2, "gpus_per_node": 4}],
+    "services": [{"name": "chat", "pool": "a", "gpus_per_replica": 4, "demand": [0] * 8}],
+    "jobs": [
+        {"id": "dear", "priority": 5, "gpus": 2, "duration": 6},
+        {"id": "mid", "priority": 2, "gpus": 4, "duration": 6},
+        {"id": "cheap", "priority": 1, "gpus": 2, "duration": 6},
+    ],
+}
+
+
+def test_preemption_frees_a_replica_on_the_node_where_it_stops_least_value() -> None:
+    """NODES with actual demand 1 at slot 2: a whole node must be freed. Stopping cheap alone
+    frees 2 GPUs of a-0, not a replica's 4; on a-0 it takes cheap and dear (most valuable
+    victim 30), on a-1 mid alone (24): mid is stopped, cheap and dear complete (36), as a
+    Kubernetes scheduler preempts for a pod. Pool-wide, lowest value first, would have stopped
+    cheap for nothing and then mid."""
+    inst = build(NODES)
+    r = replay(inst, world(inst, demand={0: {2: 1.0}}), policy("backfill", 2, 0), FAST)
+    assert_sane(r, inst)
+    assert r.audit is not None
+    stopped = [(run.job, sorted(run.gpus)) for run in r.audit.runs if run.outcome == "preempted"]
+    assert stopped == [("mid", ["a-1"])]
+    assert r.realized_pwo == pytest.approx(36.0)
+
+
 def test_early_ends_let_an_online_policy_start_the_next_job_sooner() -> None:
     """QUEUE: with no noise `first` runs 0-4 and `second` 4-6, so by slot 4 only first's 16 is
     realized. When first ends early (share 0.5: 2 slots) backfill re-plans at slot 2 and second

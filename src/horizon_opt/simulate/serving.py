@@ -20,6 +20,9 @@ from horizon_opt.model.instance import FloatArray, Instance, IntArray, Service
 from horizon_opt.plans.inference import Layout
 from horizon_opt.simulate.world import World
 
+Preempt = Callable[[int, int, int, dict[int, int]], bool]
+"""`(pool, slot, GPUs one replica needs, room per node) -> whether batch work was stopped`."""
+
 
 class Serving:
     """The reservation in force (`reserved` GPUs per node and slot, the layout's replicas; `held`,
@@ -54,13 +57,14 @@ class Serving:
         self,
         t: int,
         batch_gpus: Callable[[], IntArray],
-        preempt: Callable[[int, int], bool],
+        preempt: Preempt,
         starting: IntArray | None = None,
     ) -> tuple[float, float, float, bool]:
         """Inference at `t`: the reserved replicas first, then free GPUs (those that `starting`,
-        [N] GPUs the plan's starts at `t` take, leaves first), then `preempt(pool, t)` of batch
-        work. Returns (GPUs serving demand, replicas of demand, replicas of demand short,
-        whether a job was preempted)."""
+        [N] GPUs the plan's starts at `t` take, leaves first), then `preempt(pool, t, gpus,
+        room)` of batch work, `room` the GPUs per node a replica could take now. Returns (GPUs
+        serving demand, replicas of demand, replicas of demand short, whether a job was
+        preempted)."""
         serving = demand = short = 0.0
         preempted = False
         self.extra = np.zeros(self.inst.num_nodes, dtype=np.int64)
@@ -76,7 +80,8 @@ class Serving:
             while missing > 0:
                 for keep in (starting, None):
                     missing = self._extra(s, t, rows, missing, ran, batch_gpus(), keep, idle)
-                if missing == 0 or not preempt(s.pool, t):
+                room = self._room(t, rows, batch_gpus(), idle)
+                if missing == 0 or not preempt(s.pool, t, s.gpus_per_replica, room):
                     break
                 preempted = True
             got = min(actual, need - missing)
@@ -103,6 +108,12 @@ class Serving:
                 idle[rows[k]] += give * s.gpus_per_replica
                 surplus -= give
         return idle
+
+    def _room(self, t: int, rows: list[int], batch: IntArray, idle: IntArray) -> dict[int, int]:
+        """GPUs per node of `rows` that a replica could take at `t`: free ones and the idle
+        reserved ones, as `_extra` counts them."""
+        free = self.inst.capacity[rows, t] - batch[rows] - self.reserved[rows, t] - self.extra[rows]
+        return {n: int(idle[n]) + max(int(f), 0) for n, f in zip(rows, free, strict=True)}
 
     def _extra(
         self,

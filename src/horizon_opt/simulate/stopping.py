@@ -58,14 +58,34 @@ class Stopper:
             self.stop(j, t)
         return bool(stopped)
 
-    def preempt_one(self, pool: int, t: int) -> bool:
-        """Stop a job on `pool`: one on borrowed time first, else the lowest-value one (latest
-        start first among equals)."""
-        on_pool = [j for j, r in self.live.running.items() if r.pool == pool]
-        if not on_pool:
+    def preempt_for_replica(self, pool: int, t: int, gpus: int, room: dict[int, int]) -> bool:
+        """Stop batch work so that one replica of `gpus` GPUs fits on a node of `pool` (`room`:
+        what each node has for it already), as Kubernetes' scheduler preempts for a pod: on
+        the node whose victims are worth least (the most valuable victim, then their sum, then
+        how many), victims on borrowed time first, then the lowest-value ones, latest start
+        first among equals. Returns whether any was stopped; none is when no node can fit it."""
+        best: tuple[tuple[bool, float, float, int], list[int]] | None = None
+        for n, has in room.items():
+            victims = self._victims_on(n, t, gpus - has)
+            if victims:
+                values = [self.inst.jobs[k].value for k in victims]
+                worth = (not all(self.overrunning(k, t) for k in victims), max(values))
+                cost = (*worth, sum(values), len(victims))
+                if best is None or cost < best[0]:
+                    best = (cost, victims)
+        if best is None:
             return False
-        j = min(
-            on_pool,
+        for k in best[1]:
+            self.stop(k, t)
+        return True
+
+    def _victims_on(self, n: int, t: int, short: int) -> list[int]:
+        """The running jobs on node `n` to stop, in preemption order, until `short` more GPUs
+        are free there; none when even all of them would not free that many."""
+        if short <= 0:
+            return []
+        on_node = sorted(
+            (k for k, r in self.live.running.items() if n in r.gpus),
             key=lambda k: (
                 not self.overrunning(k, t),
                 self.inst.jobs[k].value,
@@ -73,8 +93,13 @@ class Stopper:
                 k,
             ),
         )
-        self.stop(j, t)
-        return True
+        victims: list[int] = []
+        for k in on_node:
+            victims.append(k)
+            short -= len(self.live.running[k].gpus[n])
+            if short <= 0:
+                return victims
+        return []
 
     def quotas_back(self, t: int, ready: Sequence[int]) -> bool:
         """Preempt the running borrowers that keep `ready` jobs out of their teams' quotas at `t`
