@@ -4,10 +4,11 @@ Slot by slot over the horizon: jobs that reach their real end leave (a failed jo
 and the jobs that wait for it are cancelled); the policy decides when it is due (see `Policy`);
 inference takes what it really needs, first from the reserved replicas, then from free GPUs,
 then by preempting batch jobs on the node of its pool where that stops the least value (they
-lose their progress and wait again), and what it still cannot get is SLO shortfall; then the jobs the plan starts at this slot
-start, if their GPUs are still free. Planners see only the jobs released so far, the running
-jobs as placed, the estimates and the demand forecast, unless the policy is told more (the
-oracle ladder). Every run is logged for the audit (`simulate.audit`).
+lose their progress and wait again), and what it still cannot get is SLO shortfall; then the
+jobs the plan starts at this slot start, if their GPUs are still free. Planners see only the
+jobs released so far, the running jobs as placed, the estimates and the demand forecast, unless
+the policy is told more (the oracle ladder). Every run is logged for the audit
+(`simulate.audit`).
 """
 
 from __future__ import annotations
