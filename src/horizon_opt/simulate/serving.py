@@ -78,10 +78,14 @@ class Serving:
             rows = list(self.inst.pools[s.pool].node_range)
             ran = self.ran_replicas[s.index][:, t]
             while missing > 0:
+                batch = batch_gpus()  # (only a preemption changes it)
                 for keep in (starting, None):
-                    missing = self._extra(s, t, rows, missing, ran, batch_gpus(), keep, idle)
-                room = self._room(t, rows, batch_gpus(), idle)
-                if missing == 0 or not preempt(s.pool, t, s.gpus_per_replica, room):
+                    missing = self._extra(s, t, rows, missing, ran, batch, keep, idle)
+                if missing == 0:
+                    break
+                free = np.maximum(self._free(t, rows, batch), 0)
+                room = {n: int(idle[n] + f) for n, f in zip(rows, free, strict=True)}
+                if not preempt(s.pool, t, s.gpus_per_replica, room):
                     break
                 preempted = True
             got = min(actual, need - missing)
@@ -109,11 +113,10 @@ class Serving:
                 surplus -= give
         return idle
 
-    def _room(self, t: int, rows: list[int], batch: IntArray, idle: IntArray) -> dict[int, int]:
-        """GPUs per node of `rows` that a replica could take at `t`: free ones and the idle
-        reserved ones, as `_extra` counts them."""
-        free = self.inst.capacity[rows, t] - batch[rows] - self.reserved[rows, t] - self.extra[rows]
-        return {n: int(idle[n]) + max(int(f), 0) for n, f in zip(rows, free, strict=True)}
+    def _free(self, t: int, rows: list[int], batch: IntArray) -> IntArray:
+        """GPUs of `rows` at `t` that neither batch work, the reservation nor an extra replica
+        holds (callers clamp it at 0)."""
+        return self.inst.capacity[rows, t] - batch[rows] - self.reserved[rows, t] - self.extra[rows]
 
     def _extra(
         self,
@@ -128,7 +131,7 @@ class Serving:
     ) -> int:
         """Place up to `missing` replicas of `s` on the `idle` reserved GPUs (taking them) and free
         GPUs of `rows`, leaving `keep` GPUs per node free; returns how many are still missing."""
-        free = self.inst.capacity[rows, t] - batch[rows] - self.reserved[rows, t] - self.extra[rows]
+        free = self._free(t, rows, batch)
         if keep is not None:
             free = free - keep[rows]
         for k, n in enumerate(rows):

@@ -69,8 +69,8 @@ class Stopper:
             victims = self._victims_on(n, t, gpus - has)
             if victims:
                 values = [self.inst.jobs[k].value for k in victims]
-                worth = (not all(self.overrunning(k, t) for k in victims), max(values))
-                cost = (*worth, sum(values), len(victims))
+                on_time = not all(self.overrunning(k, t) for k in victims)
+                cost = (on_time, max(values), sum(values), len(victims))
                 if best is None or cost < best[0]:
                     best = (cost, victims)
         if best is None:
