@@ -41,6 +41,9 @@ class SearchParams:
     written in (`cpsat.quota_model`), the rest to the search within the quotas; 0 turns it off.
     With two or more workers and on instances that `quota_model.fits` only (elsewhere, all goes
     to the search within the quotas)."""
+    quota_pool_share: float = 0.4
+    """Of that model's search, the share for the pool with the most idle GPUs alone, every
+    other run fixed (`quota_model.quota_plan`); 0 turns it off."""
     quota_pack_share: float = 0.3
     """Of that model's time, the share kept to pack its runs on nodes (a pack proven whole
     stops early); benchmarks/README, "Teams: borrowing within rule 9", compares shares."""

@@ -14,9 +14,18 @@ from horizon_opt.model.load import parse_spec
 from horizon_opt.plans.inference import elastic_layout
 from horizon_opt.relaxation.pool_model import build_pool_model
 from horizon_opt.solvers.assemble import Placement
+from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.model import NodeModel, pack_subproblem
 from horizon_opt.solvers.cpsat.objective import end_weights
-from horizon_opt.solvers.cpsat.quota_model import add_quota_rule, fits
+from horizon_opt.solvers.cpsat.quota_model import (
+    _completed,
+    _idlest_pool,
+    _on_one_pool,
+    _runs,
+    add_quota_rule,
+    fits,
+)
+from horizon_opt.solvers.cpsat.runner import Runner
 
 # Two 8-GPU nodes, 8 one-hour slots, no inference. Red and blue are each entitled to 8 GPUs.
 # r1 (red, 16 GPUs, 3 slots, priority 1) is worth 1 * 16 * 3 = 48 and runs only by borrowing
@@ -83,3 +92,35 @@ def test_the_pack_hints_each_run_onto_the_nodes_its_packed_start_had() -> None:
     on_nodes = {j: [hinted.get(z.Index()) for z in nm.on_node[j].values()] for j in (r1, b1)}
     assert sorted(on_nodes[r1]) == [1, 1]
     assert sorted(on_nodes[b1]) == [0, 1]
+
+
+# BORROWER with a second pool q (one 8-GPU node) that b2 (blue, 8 GPUs, all 8 slots, on q
+# only, worth 64) fills. Started from b1 at 2..4 on p and b2 on q, r1 out (worth 16 + 64):
+# p's GPUs idle 16 * 8 - 8 * 2 = 112 GPU-slots, q's none, so p is searched alone, b2 fixed;
+# there r1 runs after b1 (48 more, the optimum 128).
+TWO_POOLS: dict[str, Any] = {
+    **BORROWER,
+    "pools": [*BORROWER["pools"], {"name": "q", "gpu_type": "y", "nodes": 1, "gpus_per_node": 8}],
+    "jobs": [
+        {**BORROWER["jobs"][0], "pools": ["p"]},
+        BORROWER["jobs"][1],
+        {"id": "b2", "priority": 1, "gpus": 8, "duration": 8, "team": "blue", "pools": ["q"]},
+    ],
+}
+
+
+def test_the_idlest_pool_is_searched_alone_with_the_other_runs_fixed() -> None:
+    inst = ho.compile_instance(parse_spec(TWO_POOLS))
+    r1, b1, b2 = (inst.job_index[j] for j in ("r1", "b1", "b2"))
+    start = {b1: (0, 2), b2: (1, 0)}
+    assert _idlest_pool(inst, start) == 0
+    built = build_pool_model(inst, start)
+    add_quota_rule(built.model, inst, built.vars)
+    options = ho.SolveOptions(time_limit=2.0, workers=1, seed=0)
+    runner = Runner(Budget(2.0, False, options.params))
+    values = _completed(runner, built, start)
+    assert values is not None
+    better = _on_one_pool(runner, built, start, 0, values, 2.0, options)
+    runs = _runs(built.vars, lambda var: better[var.index])
+    assert runs.pop(r1) in ((0, 4), (0, 5))  # (after b1, ending by slot 8: both worth 48)
+    assert runs == start

@@ -17,7 +17,8 @@ checks like every other candidate.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +28,7 @@ from horizon_opt.model.instance import Instance, pinned_jobs
 from horizon_opt.model.teams import quota_profile
 from horizon_opt.plans.inference import Layout, elastic_layout
 from horizon_opt.relaxation.columns import pool_free_gpus
-from horizon_opt.relaxation.pool_model import PoolVars, build_pool_model, run_length
+from horizon_opt.relaxation.pool_model import PoolModel, PoolVars, build_pool_model, run_length
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.model import NodeModel, pack_subproblem
@@ -36,6 +37,7 @@ from horizon_opt.solvers.cpsat.runner import Runner
 from horizon_opt.solvers.options import SolveOptions
 
 MAX_TERMS = 20_000  # (job, pool, slot) triples: beyond, the search within quotas does better
+COMPLETION_SECONDS = 1.0  # to complete the start plan's solution (its runs fixed: quick)
 
 Expr = cp_model.LinearExpr | int
 
@@ -215,24 +217,111 @@ def quota_plan(
     """The model's best runs within `seconds` (from `hint`, a plan that keeps rule 9), packed on
     nodes; None when it found none. Its solves run as the search's do (`Runner`: on the wall
     clock, the model runs with two or more workers only; Ctrl-C stops a solve and keeps its best
-    solution)."""
-    built = build_pool_model(instance, {p.job: (p.pool, p.start) for p in hint} or None)
+    solution).
+
+    First the pool with the most idle GPUs in `hint` is searched with every other run fixed (a
+    job that has to borrow enters a plan only when most runs of its pool move with it, a move
+    CP-SAT's own neighbourhoods of this model rarely make), then CP-SAT's neighbourhoods improve
+    the whole model from there."""
+    started = time.perf_counter()
+    runs = {p.job: (p.pool, p.start) for p in hint}
+    built = build_pool_model(instance, runs or None)
     add_quota_rule(built.model, instance, built.vars)
     runner = Runner(Budget(seconds, False, options.params))
     with runner.installed():
-        share = options.params.quota_pack_share
-        solver = runner.solver(seconds * (1 - share), options.seed, options.workers)
+        params = options.params
+        search = seconds * (1 - params.quota_pack_share)
+        values = _completed(runner, built, runs)
+        if values is not None and params.quota_pool_share > 0:
+            pool = _idlest_pool(instance, runs)
+            limit = params.quota_pool_share * (search - (time.perf_counter() - started))
+            values = _on_one_pool(runner, built, runs, pool, values, limit, options)
+            runs = _runs(built.vars, lambda var: values[var.index])
+        if values is not None:
+            _hint_all(built.model, values)
+        solver = runner.solver(
+            search - (time.perf_counter() - started), options.seed, options.workers
+        )
         # (its many reified rows make CP-SAT's tree search slow to improve on the start)
         solver.parameters.use_lns_only = True
-        (status,) = runner.run([(solver, built.model)])
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        (status,) = (None,) if runner.budget.interrupted else runner.run([(solver, built.model)])
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            runs = _runs(built.vars, solver.value)
+        elif values is None:
             return None
-        runs = {
-            j: (p, int(solver.value(built.vars.start[j, p])))
-            for (j, p), lit in built.vars.present.items()
-            if solver.boolean_value(lit)
-        }
         return _pack(instance, options, runner, runs, hint)
+
+
+def _runs(v: PoolVars, value: Callable[[cp_model.IntVar], int]) -> dict[int, tuple[int, int]]:
+    """job -> (pool, start) of each job a solution of the model runs."""
+    return {j: (p, int(value(v.start[j, p]))) for (j, p), lit in v.present.items() if value(lit)}
+
+
+def _fix(
+    model: cp_model.CpModel, v: PoolVars, runs: dict[int, tuple[int, int]], jobs: Iterable[int]
+) -> None:
+    """Each of `jobs` run as `runs` has it, or not at all."""
+    chosen = set(jobs)
+    for (j, p), present in v.present.items():
+        if j not in chosen:
+            continue
+        run = runs.get(j)
+        model.add(present == int(run is not None and run[0] == p))
+        if run is not None and run[0] == p:
+            model.add(v.start[j, p] == run[1])
+
+
+def _completed(
+    runner: Runner, built: PoolModel, runs: dict[int, tuple[int, int]]
+) -> list[int] | None:
+    """Every variable's value in the solution that runs `runs` (a plan that keeps rule 9), the
+    rule's literals and sums included; None when it is not found in time."""
+    fixed = built.model.clone()
+    _fix(fixed, built.vars, runs, {j for j, _ in built.vars.present})
+    solver = runner.solver(COMPLETION_SECONDS, 0, 1)
+    (status,) = runner.run([(solver, fixed)])
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return list(solver.response_proto.solution)
+
+
+def _hint_all(model: cp_model.CpModel, values: Sequence[int]) -> None:
+    """Hint every variable (CP-SAT then starts from that solution; hinted with the runs alone,
+    it has to complete them itself and often starts from a worse solution of its own)."""
+    model.clear_hints()  # type: ignore[no-untyped-call]
+    for i, value in enumerate(values):
+        model.add_hint(model.get_int_var_from_proto_index(i), value)
+
+
+def _idlest_pool(instance: Instance, runs: dict[int, tuple[int, int]]) -> int:
+    """The pool whose GPUs `runs` leave idle longest (beside the required replicas)."""
+    idle = np.floor(pool_free_gpus(instance) + 1e-9)[:, instance.now :].clip(0).sum(axis=1)
+    for j, (p, start) in runs.items():
+        job = instance.jobs[j]
+        end = min(start + run_length(job, p), instance.slots)
+        idle[p] -= job.gpus * max(end - max(start, instance.now), 0)
+    return int(np.argmax(idle))
+
+
+def _on_one_pool(
+    runner: Runner,
+    built: PoolModel,
+    runs: dict[int, tuple[int, int]],
+    pool: int,
+    values: list[int],
+    seconds: float,
+    options: SolveOptions,
+) -> list[int]:
+    """`values`, or a better solution in which only the runs on `pool` and the jobs `runs` does
+    not run may change."""
+    model = built.model.clone()
+    _hint_all(model, values)
+    _fix(model, built.vars, runs, {j for j, (p, _) in runs.items() if p != pool})
+    solver = runner.solver(seconds, options.seed, options.workers)
+    (status,) = runner.run([(solver, model)])
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return list(solver.response_proto.solution)
+    return values
 
 
 def _pack(
