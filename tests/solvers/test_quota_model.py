@@ -19,9 +19,9 @@ from horizon_opt.solvers.cpsat.model import NodeModel, pack_subproblem
 from horizon_opt.solvers.cpsat.objective import end_weights
 from horizon_opt.solvers.cpsat.quota_model import (
     _completed,
-    _idlest_pool,
     _on_one_pool,
-    _runs,
+    _pools_by_idleness,
+    _runs_in,
     add_quota_rule,
     fits,
 )
@@ -113,14 +113,15 @@ def test_the_idlest_pool_is_searched_alone_with_the_other_runs_fixed() -> None:
     inst = ho.compile_instance(parse_spec(TWO_POOLS))
     r1, b1, b2 = (inst.job_index[j] for j in ("r1", "b1", "b2"))
     start = {b1: (0, 2), b2: (1, 0)}
-    assert _idlest_pool(inst, start) == 0
+    assert _pools_by_idleness(inst, start) == [0, 1]
     built = build_pool_model(inst, start)
     add_quota_rule(built.model, inst, built.vars)
     options = ho.SolveOptions(time_limit=2.0, workers=1, seed=0)
     runner = Runner(Budget(2.0, False, options.params))
     values = _completed(runner, built, start)
     assert values is not None
-    better = _on_one_pool(runner, built, start, 0, values, 2.0, options)
-    runs = _runs(built.vars, lambda var: better[var.index])
+    better, closed = _on_one_pool(runner, built, start, 0, values, 2.0, options)
+    assert closed
+    runs = _runs_in(built.vars, better)
     assert runs.pop(r1) in ((0, 4), (0, 5))  # (after b1, ending by slot 8: both worth 48)
     assert runs == start

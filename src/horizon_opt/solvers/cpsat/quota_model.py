@@ -221,8 +221,8 @@ def quota_plan(
 
     First the pool with the most idle GPUs in `hint` is searched with every other run fixed (a
     job that has to borrow enters a plan only when most runs of its pool move with it, a move
-    CP-SAT's own neighbourhoods of this model rarely make), then CP-SAT's neighbourhoods improve
-    the whole model from there."""
+    CP-SAT's own neighbourhoods of this model rarely make), the next idlest when that search
+    closes within its time, then CP-SAT's neighbourhoods improve the whole model from there."""
     started = time.perf_counter()
     runs = {p.job: (p.pool, p.start) for p in hint}
     built = build_pool_model(instance, runs or None)
@@ -233,10 +233,17 @@ def quota_plan(
         search = seconds * (1 - params.quota_pack_share)
         values = _completed(runner, built, runs)
         if values is not None and params.quota_pool_share > 0:
-            pool = _idlest_pool(instance, runs)
-            limit = params.quota_pool_share * (search - (time.perf_counter() - started))
-            values = _on_one_pool(runner, built, runs, pool, values, limit, options)
-            runs = _runs(built.vars, lambda var: values[var.index])
+            ends = time.perf_counter() + params.quota_pool_share * (
+                search - (time.perf_counter() - started)
+            )
+            for pool in _pools_by_idleness(instance, runs):
+                limit = ends - time.perf_counter()
+                if limit <= 0 or runner.budget.interrupted:
+                    break
+                values, closed = _on_one_pool(runner, built, runs, pool, values, limit, options)
+                runs = _runs_in(built.vars, values)
+                if not closed:  # (its time ran out there: nothing is left for another pool)
+                    break
         if values is not None:
             _hint_all(built.model, values)
         solver = runner.solver(
@@ -255,6 +262,11 @@ def quota_plan(
 def _runs(v: PoolVars, value: Callable[[cp_model.IntVar], int]) -> dict[int, tuple[int, int]]:
     """job -> (pool, start) of each job a solution of the model runs."""
     return {j: (p, int(value(v.start[j, p]))) for (j, p), lit in v.present.items() if value(lit)}
+
+
+def _runs_in(v: PoolVars, values: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """`_runs` of a solution given as every variable's value, by proto index."""
+    return _runs(v, lambda var: values[var.index])
 
 
 def _fix(
@@ -293,14 +305,15 @@ def _hint_all(model: cp_model.CpModel, values: Sequence[int]) -> None:
         model.add_hint(model.get_int_var_from_proto_index(i), value)
 
 
-def _idlest_pool(instance: Instance, runs: dict[int, tuple[int, int]]) -> int:
-    """The pool whose GPUs `runs` leave idle longest (beside the required replicas)."""
+def _pools_by_idleness(instance: Instance, runs: dict[int, tuple[int, int]]) -> list[int]:
+    """The pools, those whose GPUs `runs` leave idle longest (beside the required replicas)
+    first."""
     idle = np.floor(pool_free_gpus(instance) + 1e-9)[:, instance.now :].clip(0).sum(axis=1)
     for j, (p, start) in runs.items():
         job = instance.jobs[j]
         end = min(start + run_length(job, p), instance.slots)
         idle[p] -= job.gpus * max(end - max(start, instance.now), 0)
-    return int(np.argmax(idle))
+    return sorted(range(len(instance.pools)), key=lambda p: (-idle[p], p))
 
 
 def _on_one_pool(
@@ -311,17 +324,17 @@ def _on_one_pool(
     values: list[int],
     seconds: float,
     options: SolveOptions,
-) -> list[int]:
+) -> tuple[list[int], bool]:
     """`values`, or a better solution in which only the runs on `pool` and the jobs `runs` does
-    not run may change."""
+    not run may change; and whether that search closed (found the best such solution)."""
     model = built.model.clone()
     _hint_all(model, values)
     _fix(model, built.vars, runs, {j for j, (p, _) in runs.items() if p != pool})
     solver = runner.solver(seconds, options.seed, options.workers)
     (status,) = runner.run([(solver, model)])
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return list(solver.response_proto.solution)
-    return values
+        return list(solver.response_proto.solution), status == cp_model.OPTIMAL
+    return values, False
 
 
 def _pack(
