@@ -42,8 +42,9 @@ class SearchParams:
     With two or more workers and on instances that `quota_model.fits` only (elsewhere, all goes
     to the search within the quotas)."""
     quota_pool_share: float = 0.4
-    """Of that model's search, the share for the pool with the most idle GPUs alone, every
-    other run fixed (`quota_model.quota_plan`); 0 turns it off."""
+    """Of that model's search, the share for searching one pool alone, every other run fixed:
+    the pool with the most idle GPUs first, the next when that search closes in time
+    (`quota_model.quota_plan`); 0 turns it off."""
     quota_pack_share: float = 0.3
     """Of that model's time, the share kept to pack its runs on nodes (a pack proven whole
     stops early); benchmarks/README, "Teams: borrowing within rule 9", compares shares."""

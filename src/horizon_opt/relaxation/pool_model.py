@@ -349,14 +349,18 @@ def pool_bound(
     return PoolBound(value, optimal, seconds, solver.deterministic_time, solution)
 
 
+def solution_runs(
+    v: PoolVars, value: Callable[[cp_model.IntVar], int]
+) -> dict[int, tuple[int, int]]:
+    """job -> (pool, start) of each job a solution runs, `value` reading its variables."""
+    return {j: (p, int(value(v.start[j, p]))) for (j, p), lit in v.present.items() if value(lit)}
+
+
 def _solution(solver: cp_model.CpSolver, built: PoolModel) -> PoolSolution:
     """Every run of the solver's best solution, and its objective."""
-    runs = {
-        j: (p, int(solver.value(built.vars.start[j, p])))
-        for (j, p), lit in built.vars.present.items()
-        if solver.boolean_value(lit)
-    }
-    return PoolSolution(runs, solver.objective_value / built.scale)
+    return PoolSolution(
+        solution_runs(built.vars, solver.value), solver.objective_value / built.scale
+    )
 
 
 def _give_up_timer(

@@ -18,7 +18,7 @@ checks like every other candidate.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +28,13 @@ from horizon_opt.model.instance import Instance, pinned_jobs
 from horizon_opt.model.teams import quota_profile
 from horizon_opt.plans.inference import Layout, elastic_layout
 from horizon_opt.relaxation.columns import pool_free_gpus
-from horizon_opt.relaxation.pool_model import PoolModel, PoolVars, build_pool_model, run_length
+from horizon_opt.relaxation.pool_model import (
+    PoolModel,
+    PoolVars,
+    build_pool_model,
+    run_length,
+    solution_runs,
+)
 from horizon_opt.solvers.assemble import Placement
 from horizon_opt.solvers.cpsat.budget import Budget
 from horizon_opt.solvers.cpsat.model import NodeModel, pack_subproblem
@@ -253,20 +259,15 @@ def quota_plan(
         solver.parameters.use_lns_only = True
         (status,) = (None,) if runner.budget.interrupted else runner.run([(solver, built.model)])
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            runs = _runs(built.vars, solver.value)
+            runs = solution_runs(built.vars, solver.value)
         elif values is None:
             return None
         return _pack(instance, options, runner, runs, hint)
 
 
-def _runs(v: PoolVars, value: Callable[[cp_model.IntVar], int]) -> dict[int, tuple[int, int]]:
-    """job -> (pool, start) of each job a solution of the model runs."""
-    return {j: (p, int(value(v.start[j, p]))) for (j, p), lit in v.present.items() if value(lit)}
-
-
 def _runs_in(v: PoolVars, values: Sequence[int]) -> dict[int, tuple[int, int]]:
-    """`_runs` of a solution given as every variable's value, by proto index."""
-    return _runs(v, lambda var: values[var.index])
+    """The runs of a solution given as every variable's value, by proto index."""
+    return solution_runs(v, lambda var: values[var.index])
 
 
 def _fix(
