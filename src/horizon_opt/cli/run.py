@@ -33,7 +33,7 @@ from horizon_opt.params import LOOP
 from horizon_opt.simulate import Noise, Replay, World, policy, simulate
 from horizon_opt.simulate.audit import audit_files, write_audit
 from horizon_opt.simulate.engine import require_empty_cluster
-from horizon_opt.simulate.policy import learning_settings
+from horizon_opt.simulate.policy import Policy, learning_settings
 from horizon_opt.simulate.report import (
     format_table,
     plot_realized,
@@ -232,19 +232,31 @@ def simulate_cmd(
     for p in chosen:
         typer.echo(f"replaying {p.name} ...", err=True)
         replays.extend(simulate(inst, [p], world, options, window=measured))
-    options_set = learning_settings(chosen, keep_promises)
-    options_set += f", end discount {end_discount:g}" if end_discount else ""
-    if early_starts is not None:
-        options_set += f", early starts {'on' if early_starts else 'off'}"
+    settings = _settings(chosen, keep_promises, end_discount, early_starts)
     h = inst.hours_per_slot
     heading = (
         f"# {inst.name}: closed-loop replay\n\nworld: {drawn}; re-plan every "
-        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan, seed {solver_seed}{options_set}; "
+        f"{replan_every}, freeze {freeze}, cpsat {time_limit:g} s per plan, seed {solver_seed}{settings}; "
         f"window {measured.start * h:g}-{measured.end * h:g} h\n\n"
     )
     summary = _write_replays(out, inst, world, replays, heading, charts)
+    _echo_written(summary, out, [f for f in files if f not in audits])
+
+
+def _settings(
+    chosen: list[Policy], keep_promises: float | None, end_discount: float, early: bool | None
+) -> str:
+    """The replay's settings beyond the defaults, for its heading."""
+    settings = learning_settings(chosen, keep_promises)
+    settings += f", end discount {end_discount:g}" if end_discount else ""
+    if early is not None:
+        settings += f", early starts {'on' if early else 'off'}"
+    return settings
+
+
+def _echo_written(summary: str, out: Path, shared: list[str]) -> None:
+    """The replay's summary, then where its files went."""
     typer.echo(summary)
-    shared = [f for f in files if f not in audits]
     typer.echo(f"written: {', '.join(str(out / f) for f in shared)}")
     audit = out / "POLICY"
     typer.echo(

@@ -381,18 +381,21 @@ class Lns:
             if budget.elapsed() - last_report > 1.0:
                 search.report(inc)
                 last_report = budget.elapsed()
-        if budget.interrupted:
-            why = "Ctrl-C"
-        elif budget.stopped_by is not None:
-            why = str(budget.stopped_by)
-        elif budget.units_spent(search.bound_reserve):
-            why = "deterministic budget (a rerun repeats this run)"
-        else:
-            why = "time limit"
         search.write_log(
             f"lns: {it} subproblems in {budget.elapsed():.1f}s ({dict(outcomes)}), "
-            f"model building {search.build_seconds:.1f}s; stopped by {why}"
+            f"model building {search.build_seconds:.1f}s; stopped by {self.stopped_by()}"
         )
+
+    def stopped_by(self) -> str:
+        """What ended the loop, for its log line."""
+        budget = self.search.budget
+        if budget.interrupted:
+            return "Ctrl-C"
+        if budget.stopped_by is not None:
+            return str(budget.stopped_by)
+        if budget.units_spent(self.search.bound_reserve):
+            return "deterministic budget (a rerun repeats this run)"
+        return "time limit"
 
     def adapt(self, n_nodes: int, max_free: int, all_optimal: bool) -> tuple[int, int]:
         """Grow the neighbourhood when it was solved to optimality, shrink it when not."""
