@@ -166,6 +166,21 @@ def test_unknown_solver_exits_2(tmp_path: Path, instance_file: Path) -> None:
     assert "--solver: unknown solver 'magic'" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("solvers", "said"),
+    [("greedy,magic", "unknown solver(s) ['magic']"), (" , ", "name at least one solver")],
+)
+def test_compare_refuses_unknown_or_no_solvers(
+    tmp_path: Path, instance_file: Path, solvers: str, said: str
+) -> None:
+    out = tmp_path / "plans"
+    args = ["compare", str(instance_file), "--solvers", solvers, "--output-dir", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert f"--solvers: {said}; choose from fifo," in result.stderr
+    assert not out.exists()
+
+
 def test_schema_prints_json_schema() -> None:
     result = runner.invoke(app, ["schema"])
     assert result.exit_code == 0

@@ -268,9 +268,8 @@ def compare_cmd(
     with input_errors():
         unknown = [s for s in names if s not in SOLVERS]
         if unknown or not names:
-            raise InputError(
-                [f"--solvers: unknown solver(s) {unknown}; choose from {', '.join(SOLVERS)}"]
-            )
+            what = f"unknown solver(s) {unknown}" if unknown else "name at least one solver"
+            raise InputError([f"--solvers: {what}; choose from {', '.join(SOLVERS)}"])
         folder = output_dir if output_dir is not None else Path(f"{instance.stem}-plans")
         files = (
             *dict.fromkeys(f"{name}.json" for name in names),
