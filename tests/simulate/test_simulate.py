@@ -715,6 +715,7 @@ def test_cli_simulate_no_charts_and_no_noise(tmp_path: Path) -> None:
         (["--policy", "fifo,nope"], "--policy: unknown policy 'nope'"),
         (["--policy", " , "], "--policy: name at least one policy"),
         (["--replan-every", "2x"], "--replan-every: not a duration: '2x'"),
+        (["--replan-every", "0h"], "--replan-every: must be more than 0, got '0h'"),
         (["--freeze", "soon"], "--freeze: not a duration: 'soon'"),
         (["--world", "mars"], "--world: unknown world 'mars'"),
         (["--world", "trace", "--actual", "w.yaml"], "--actual: a world file replaces"),

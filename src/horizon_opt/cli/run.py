@@ -205,7 +205,9 @@ def simulate_cmd(
         if actual is not None and noise is not None:
             raise InputError(["--noise: a world file replaces the drawn world; leave out --noise"])
         world_noise = world_noise_for(world_kind, noise)
-        every = max(1, time_option(replan_every, inst, "--replan-every"))
+        every = time_option(replan_every, inst, "--replan-every")
+        if every < 1:
+            raise InputError([f"--replan-every: must be more than 0, got {replan_every!r}"])
         hold = time_option(freeze, inst, "--freeze")
         chosen = [
             policy(
