@@ -306,3 +306,14 @@ def test_teams_families_are_the_base_instance_with_teams(base: str) -> None:
             total = pool["nodes"] * pool["gpus_per_node"]
             assert team["quota"][pool["name"]] <= team["limit"][pool["name"]] <= total
             assert team["limit"][pool["name"]] >= min(largest, total)
+
+
+def test_generate_help_names_every_family_and_size() -> None:
+    """The help lists the registries the code reads, so a new family or size shows in it."""
+    import typer.main
+
+    command = typer.main.get_command(app).commands["generate"]
+    helps = {p.name: getattr(p, "help", None) or "" for p in command.params}
+    assert all(name in helps["family"] for name in FAMILIES)
+    assert all(name in helps["size"] for name in SIZES)
+    assert helps["size"] == "small, medium, large, xl or xxl."

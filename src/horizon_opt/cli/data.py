@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ from horizon_opt.forecast import (
     seasonality_of,
     summarize,
 )
+from horizon_opt.generate import FAMILIES, SIZES
 from horizon_opt.importers import Imported, read_cluster
 from horizon_opt.importers.kueue import (
     import_kueue,
@@ -400,12 +402,16 @@ def schema_cmd() -> None:
     typer.echo(json.dumps(InstanceSpec.model_json_schema(), indent=2))
 
 
+def _one_of(names: Iterable[str]) -> str:
+    """`a, b or c`: the choices an option's help lists, from the registry the code reads."""
+    *head, last = names
+    return f"{', '.join(head)} or {last}" if head else last
+
+
 def generate_cmd(
     family: Annotated[
         str,
-        typer.Argument(
-            metavar="FAMILY", help="enterprise, hetero, deadline or trace.", show_default=False
-        ),
+        typer.Argument(metavar="FAMILY", help=f"{_one_of(FAMILIES)}.", show_default=False),
     ],
     output: Annotated[
         Path,
@@ -417,7 +423,7 @@ def generate_cmd(
             parser=file_name,
         ),
     ],
-    size: Annotated[str, typer.Option(help="small, medium, large or xl.")] = "small",
+    size: Annotated[str, typer.Option(help=f"{_one_of(SIZES)}.")] = "small",
     seed: Annotated[
         int, typer.Option(help="Random seed, 0 or more: the same seed writes the same file.", min=0)
     ] = 0,
