@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import typer.main
 import yaml
 from typer.testing import CliRunner
 
@@ -310,8 +311,6 @@ def test_teams_families_are_the_base_instance_with_teams(base: str) -> None:
 
 def test_generate_help_names_every_family_and_size() -> None:
     """The help lists the registries the code reads, so a new family or size shows in it."""
-    import typer.main
-
     command = typer.main.get_command(app).commands["generate"]
     helps = {p.name: getattr(p, "help", None) or "" for p in command.params}
     assert all(name in helps["family"] for name in FAMILIES)

@@ -402,7 +402,7 @@ def schema_cmd() -> None:
     typer.echo(json.dumps(InstanceSpec.model_json_schema(), indent=2))
 
 
-def _one_of(names: Iterable[str]) -> str:
+def _choices_text(names: Iterable[str]) -> str:
     """`a, b or c`: the choices an option's help lists, from the registry the code reads."""
     *head, last = names
     return f"{', '.join(head)} or {last}" if head else last
@@ -411,7 +411,7 @@ def _one_of(names: Iterable[str]) -> str:
 def generate_cmd(
     family: Annotated[
         str,
-        typer.Argument(metavar="FAMILY", help=f"{_one_of(FAMILIES)}.", show_default=False),
+        typer.Argument(metavar="FAMILY", help=f"{_choices_text(FAMILIES)}.", show_default=False),
     ],
     output: Annotated[
         Path,
@@ -423,7 +423,7 @@ def generate_cmd(
             parser=file_name,
         ),
     ],
-    size: Annotated[str, typer.Option(help=f"{_one_of(SIZES)}.")] = "small",
+    size: Annotated[str, typer.Option(help=f"{_choices_text(SIZES)}.")] = "small",
     seed: Annotated[
         int, typer.Option(help="Random seed, 0 or more: the same seed writes the same file.", min=0)
     ] = 0,
